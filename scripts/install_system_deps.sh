@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Installs the Debian packages the test suite needs (WordNet 3.0, Chromium + driver).
+set -euo pipefail
+need=()
+[ -d /usr/share/wordnet ] || need+=(wordnet-base wordnet-sense-index)
+command -v chromium >/dev/null 2>&1 || need+=(chromium chromium-driver)
+if [ ${#need[@]} -eq 0 ]; then exit 0; fi
+if [ "$(id -u)" != "0" ]; then
+  echo "missing Debian packages: ${need[*]} (run as root or install them; tests needing them will skip)" >&2
+  exit 0
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null

@@ -1,0 +1,50 @@
+"""The ``xmodal`` command line. Thin: parse, call the library, print. One module per command group.
+
+Each command module registers its commands on ``app`` (or ``train_app``) when imported below.
+Progress and logs go to stderr; ``--json`` output goes to stdout.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+from xmodal.cli._app import app, console, train_app  # noqa: E402
+from xmodal.errors import XmodalError  # noqa: E402
+
+# Command modules (each owns its commands). Keep every one importable at all times.
+from xmodal.cli import eval_cmd  # noqa: E402,F401
+from xmodal.cli import photos_cmd  # noqa: E402,F401
+from xmodal.cli import train_cmd  # noqa: E402,F401
+from xmodal.cli import tag_cmd  # noqa: E402,F401
+from xmodal.cli import gist_cmd  # noqa: E402,F401
+from xmodal.cli import serve_cmd  # noqa: E402,F401
+from xmodal.cli import demo_cmd  # noqa: E402,F401
+
+__all__ = ["app", "console", "main", "train_app"]
+
+
+def main() -> None:
+    """Entry point: run the Typer app; project errors print without a traceback and exit 2."""
+    try:
+        app(standalone_mode=False)
+    except XmodalError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        sys.exit(2)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Abort):
+            sys.exit(1)
+        raise

@@ -1,0 +1,1 @@
+"""Command module placeholder: its owner fills in the commands."""

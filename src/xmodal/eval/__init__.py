@@ -1,0 +1,1 @@
+"""Evaluation: metrics on score matrices, protocols (queries, gallery, relevance), statistics."""

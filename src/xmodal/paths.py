@@ -1,0 +1,46 @@
+"""Where data and caches live: arguments first, then environment variables, then defaults."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from xmodal.errors import XmodalError
+
+_REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def data_root(path: str | os.PathLike | None = None) -> Path:
+    """The folder holding ``flickr8k/``, ``wikipedia/`` and ``corel5k/``.
+
+    Order: the given path, ``$XMODAL_DATA``, then ``../shared/data`` beside the repository.
+    """
+    if path is not None:
+        root = Path(path)
+    elif os.environ.get("XMODAL_DATA"):
+        root = Path(os.environ["XMODAL_DATA"])
+    else:
+        root = _REPO_ROOT.parent / "shared" / "data"
+    return root.expanduser()
+
+
+def dataset_dir(name: str, path: str | os.PathLike | None = None) -> Path:
+    """The folder of one dataset, accepting either the data root or the dataset folder itself."""
+    root = data_root(path)
+    candidate = root / name
+    if candidate.is_dir():
+        return candidate
+    if root.is_dir() and root.name == name:
+        return root
+    if path is not None and Path(path).is_dir():
+        return Path(path)
+    raise XmodalError(
+        f"dataset '{name}' not found under {root}; pass --data DIR or set XMODAL_DATA"
+    )
+
+
+def cache_dir() -> Path:
+    """Disk cache for features and kernels: ``$XMODAL_CACHE`` or ``~/.cache/xmodal``."""
+    root = Path(os.environ.get("XMODAL_CACHE", Path.home() / ".cache" / "xmodal")).expanduser()
+    root.mkdir(parents=True, exist_ok=True)
+    return root
