@@ -1,0 +1,317 @@
+"""Ranking metrics on a score matrix, exact and vectorized.
+
+Every retrieval metric here is a function of the ranks of the relevant items, and one pass over
+a query's scores yields those ranks. :func:`relevant_ranks` does that pass in chunks of queries
+(bounded memory for large galleries); the metrics are then segment sums over the ranks.
+
+Rows of ``scores`` are queries, columns the gallery; higher scores rank first.
+
+**Ties.** Tied scores are ordered pessimistically: among items with equal scores, non-relevant
+items rank before relevant ones, and relevant items among themselves by gallery index. A model
+therefore never gains from ties (a constant scorer gets the worst possible ranks), and every
+metric sees the same total order. The same rule orders words in :func:`annotation_metrics`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import sparse
+
+from xmodal.errors import XmodalError
+
+DEFAULT_KS = (1, 5, 10)
+_CHUNK_ELEMENTS = 1 << 24  # scores handled per chunk (~64 MB of float32)
+
+
+@dataclass
+class RelevantRanks:
+    """1-based ranks of each query's relevant items, ascending, as a CSR-like pair of arrays.
+
+    ``ranks[indptr[q]:indptr[q + 1]]`` are query q's ranks; ``n_gallery`` is the gallery size.
+    """
+
+    indptr: np.ndarray
+    ranks: np.ndarray
+    n_gallery: int
+
+    @property
+    def n_relevant(self) -> np.ndarray:
+        return np.diff(self.indptr)
+
+    def of(self, query: int) -> np.ndarray:
+        return self.ranks[self.indptr[query] : self.indptr[query + 1]]
+
+
+def as_relevance(relevant, n_queries: int, n_gallery: int) -> sparse.csr_matrix:
+    """Normalise relevance (sparse or dense bool matrix, or a list of index collections) to CSR."""
+    if sparse.issparse(relevant):
+        m = sparse.csr_matrix(relevant, dtype=bool)
+    elif isinstance(relevant, np.ndarray) and relevant.ndim == 2:
+        m = sparse.csr_matrix(relevant.astype(bool))
+    else:
+        rows, cols = [], []
+        for q, items in enumerate(relevant):
+            idx = np.unique(np.asarray(list(items), dtype=np.int64))
+            rows.append(np.full(len(idx), q, dtype=np.int64))
+            cols.append(idx)
+        if len(rows) != n_queries:
+            raise XmodalError(f"relevance lists {len(rows)} queries, scores have {n_queries}")
+        r = np.concatenate(rows) if rows else np.zeros(0, np.int64)
+        c = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+        if len(c) and (c.min() < 0 or c.max() >= n_gallery):
+            raise XmodalError(f"relevant index out of range for a gallery of {n_gallery}")
+        m = sparse.csr_matrix((np.ones(len(r), bool), (r, c)), shape=(n_queries, n_gallery))
+    if m.shape != (n_queries, n_gallery):
+        raise XmodalError(f"relevance has shape {m.shape}, scores have {(n_queries, n_gallery)}")
+    m.eliminate_zeros()
+    m.sum_duplicates()
+    m.sort_indices()
+    return m
+
+
+def relevant_ranks(scores: np.ndarray, relevant) -> RelevantRanks:
+    """Ranks of the relevant items for every query (rows of ``scores``), under the tie rule above.
+
+    The rank of relevant item j is ``#(scores >= s_j) - #(relevant items tied with j and after it
+    in gallery order)``, so one counting pass per query suffices.
+    """
+    scores = np.asarray(scores)
+    if scores.ndim != 2:
+        raise XmodalError(f"scores must be a 2-D matrix (queries x gallery), got {scores.shape}")
+    if not np.issubdtype(scores.dtype, np.floating):
+        scores = scores.astype(np.float64)
+    n_q, n_g = scores.shape
+    rel = as_relevance(relevant, n_q, n_g)
+    indptr, indices = rel.indptr, rel.indices
+    out = np.empty(len(indices), dtype=np.int64)
+    counts = np.diff(indptr)
+    step = max(1, _CHUNK_ELEMENTS // max(n_g, 1))
+    for a in range(0, n_q, step):
+        b = min(n_q, a + step)
+        block = scores[a:b]
+        if np.isnan(block).any():
+            raise XmodalError("scores contain NaN; a model must give every pair a number")
+        _ranks_block(block, indptr[a : b + 1] - indptr[a], indices[indptr[a] : indptr[b]],
+                     counts[a:b], out[indptr[a] : indptr[b]])
+    # sort each query's ranks ascending
+    row = np.repeat(np.arange(n_q), counts)
+    order = np.lexsort((out, row))
+    return RelevantRanks(indptr.astype(np.int64), out[order], n_g)
+
+
+def _ranks_block(block, ptr, idx, counts, out) -> None:
+    """Fill ``out`` with the ranks of a block of queries (relevant items in CSR order)."""
+    n_rows, n_g = block.shape
+    if len(idx) == 0:
+        return
+    m_max = int(counts.max())
+    row_of = np.repeat(np.arange(n_rows), counts)
+    pos_in_row = np.arange(len(idx)) - ptr[row_of]
+    rel_scores = block[row_of, idx]
+    pad = np.full((n_rows, m_max), np.inf, dtype=block.dtype)
+    pad[row_of, pos_in_row] = rel_scores
+    if m_max <= 4:
+        # few relevant items per query: direct counting passes are fastest
+        ge = np.empty((n_rows, m_max), dtype=np.int64)
+        for j in range(m_max):
+            ge[:, j] = np.count_nonzero(block >= pad[:, j : j + 1], axis=1)
+    else:
+        ge = _count_ge_sorted(block, pad)
+    n_ge = ge[row_of, pos_in_row]
+    # relevant items tied with j and after it in gallery order (indices are sorted within rows)
+    later_ties = _later_equal(rel_scores, row_of, pos_in_row, counts, ptr)
+    out[:] = n_ge - later_ties
+
+
+def _count_ge_sorted(block: np.ndarray, pad: np.ndarray) -> np.ndarray:
+    """For each row r and column j: #(block[r] >= pad[r, j]), via one batched sorted search."""
+    import torch
+
+    n_rows, m_max = pad.shape
+    order = np.argsort(pad, axis=1, kind="stable")
+    sorted_pad = np.take_along_axis(pad, order, axis=1)
+    t_block = torch.from_numpy(np.ascontiguousarray(block))
+    t_sorted = torch.from_numpy(np.ascontiguousarray(sorted_pad))
+    # k = #(pad <= s) per item: s >= sorted_pad[j] exactly when j < k
+    k = torch.searchsorted(t_sorted, t_block, right=True)
+    flat = k + torch.arange(n_rows).unsqueeze(1) * (m_max + 1)
+    hist = torch.bincount(flat.reshape(-1), minlength=n_rows * (m_max + 1))
+    hist = hist.reshape(n_rows, m_max + 1).numpy()
+    # #(s >= sorted_pad[j]) = #(items with k >= j + 1)
+    suffix = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]
+    ge_sorted = suffix[:, 1:]
+    ge = np.empty_like(ge_sorted)
+    np.put_along_axis(ge, order, ge_sorted, axis=1)
+    return ge
+
+
+def _later_equal(rel_scores, row_of, pos_in_row, counts, ptr) -> np.ndarray:
+    """For each relevant item: how many relevant items of its query share its score and come later."""
+    result = np.zeros(len(rel_scores), dtype=np.int64)
+    # only queries with a duplicated relevant score need work
+    order = np.lexsort((pos_in_row, rel_scores, row_of))
+    s_sorted = rel_scores[order]
+    r_sorted = row_of[order]
+    same_as_next = (s_sorted[1:] == s_sorted[:-1]) & (r_sorted[1:] == r_sorted[:-1])
+    if not same_as_next.any():
+        return result
+    # within each run of equal (row, score), items are in gallery order; count those after each
+    run_start = np.r_[True, ~same_as_next]
+    run_id = np.cumsum(run_start) - 1
+    run_len = np.bincount(run_id)
+    first_of_run = np.flatnonzero(run_start)
+    pos_in_run = np.arange(len(order)) - first_of_run[run_id]
+    result[order] = run_len[run_id] - 1 - pos_in_run
+    return result
+
+
+def _metrics_from_ranks(rr: RelevantRanks, ks: Sequence[int]) -> dict[str, np.ndarray]:
+    """Per-query metric arrays (NaN for queries without relevant items)."""
+    m = rr.n_relevant
+    n_q = len(m)
+    valid = m > 0
+    row = np.repeat(np.arange(n_q), m)
+    ranks = rr.ranks.astype(np.float64)
+    pos = np.arange(len(ranks)) - rr.indptr[:-1][row] + 1  # 1-based position among relevant
+    prec = pos / ranks
+    mf = np.where(valid, m, 1).astype(np.float64)
+
+    def per_query(weights) -> np.ndarray:
+        return np.bincount(row, weights=weights, minlength=n_q)
+
+    out: dict[str, np.ndarray] = {}
+    first = np.full(n_q, np.nan)
+    first[valid] = ranks[rr.indptr[:-1][valid]]
+    for k in ks:
+        hits = per_query(ranks <= k)
+        out[f"R@{k}"] = (hits > 0).astype(np.float64)
+        out[f"recall@{k}"] = hits / mf
+        out[f"P@{k}"] = hits / k
+    within_r = ranks <= m[row]
+    out["R-P"] = per_query(within_r) / mf
+    out["mAP@R"] = per_query(prec * within_r) / mf
+    out["MAP"] = per_query(prec) / mf
+    gains = (ranks <= 10) / np.log2(ranks + 1.0)
+    ideal = np.cumsum(1.0 / np.log2(np.arange(2, 12)))
+    out["nDCG@10"] = per_query(gains) / ideal[np.minimum(np.where(valid, m, 1), 10) - 1]
+    out["rank"] = first
+    for key in out:
+        out[key] = np.where(valid, out[key], np.nan)
+    return out
+
+
+def retrieval_metrics(
+    scores: np.ndarray,
+    relevant,
+    ks: Iterable[int] = DEFAULT_KS,
+    per_query: bool = False,
+):
+    """Retrieval metrics for a score matrix (rows = queries, higher = better).
+
+    Returns a dict of fractions in [0, 1] (ranks as numbers): ``R@K`` (any relevant item in the
+    top K, the CLIP / ECCV Caption convention), ``recall@K`` (fraction of the relevant items in
+    the top K), ``P@K``, ``medR`` and ``meanR`` (1-based rank of the first relevant item),
+    ``R-P`` (R-Precision), ``mAP@R``, ``MAP`` and ``nDCG@10`` (binary gains), plus ``n_queries``
+    (queries with at least one relevant item; the others are left out of every mean).
+
+    With ``per_query=True`` returns ``(summary, per_query)`` where ``per_query`` maps each metric
+    (``rank`` for the first relevant rank) to an array over all queries, NaN where undefined.
+    """
+    ks = tuple(int(k) for k in ks)
+    rr = relevant_ranks(scores, relevant)
+    pq = _metrics_from_ranks(rr, ks)
+    valid = rr.n_relevant > 0
+    summary: dict[str, float] = {}
+    if valid.any():
+        for key, values in pq.items():
+            if key != "rank":
+                summary[key] = float(np.mean(values[valid]))
+        summary["medR"] = float(np.median(pq["rank"][valid]))
+        summary["meanR"] = float(np.mean(pq["rank"][valid]))
+    else:
+        for key in pq:
+            if key != "rank":
+                summary[key] = float("nan")
+        summary["medR"] = summary["meanR"] = float("nan")
+    summary["n_queries"] = int(valid.sum())
+    if per_query:
+        return summary, pq
+    return summary
+
+
+def top_n_with_ties(scores: np.ndarray, truth: np.ndarray, n: int) -> np.ndarray:
+    """Boolean (items x words) matrix of each row's top-n words under the pessimistic tie rule."""
+    scores = np.asarray(scores, dtype=np.float64)
+    truth = np.asarray(truth, dtype=bool)
+    n = min(n, scores.shape[1])
+    cols = np.arange(scores.shape[1])
+    # lexsort keys, last is primary: -score, then relevant last, then index
+    order = np.lexsort(
+        (np.broadcast_to(cols, scores.shape), truth.astype(np.int8), -scores), axis=1
+    )[:, :n]
+    chosen = np.zeros(scores.shape, dtype=bool)
+    np.put_along_axis(chosen, order, True, axis=1)
+    return chosen
+
+
+def annotation_metrics(
+    word_scores: np.ndarray | None,
+    truth,
+    n: int = 5,
+    best: int | None = 49,
+    predicted: np.ndarray | None = None,
+    vocabulary: Sequence[str] | None = None,
+) -> dict:
+    """Per-word annotation metrics of Lavrenko et al. 2003 for top-``n`` annotation.
+
+    Each image is annotated with its ``n`` highest-scoring words (``word_scores``: images x
+    words), or with the given boolean ``predicted`` matrix. For each word w of the test
+    vocabulary (words annotated on at least one test image): recall = correct / images truly
+    annotated with w; precision = correct / images auto-annotated with w (0 if never predicted).
+    Returns ``mean_P``, ``mean_R``, ``mean_F1`` (mean of per-word F1), ``n_words_recall_gt0``,
+    ``n_words`` and, over the ``best`` words with the highest recall (ties: higher precision,
+    then vocabulary order; the paper does not give its rule), ``best_mean_P`` / ``best_mean_R``.
+    ``per_word`` holds the per-word arrays (with ``vocabulary`` names when given).
+    """
+    truth = np.asarray(truth.toarray() if sparse.issparse(truth) else truth, dtype=bool)
+    if predicted is None:
+        if word_scores is None:
+            raise XmodalError("annotation_metrics needs word_scores or predicted")
+        word_scores = np.asarray(word_scores)
+        if word_scores.shape != truth.shape:
+            raise XmodalError(f"scores {word_scores.shape} and truth {truth.shape} differ")
+        predicted = top_n_with_ties(word_scores, truth, n)
+    predicted = np.asarray(predicted, dtype=bool)
+    n_true = truth.sum(0)
+    n_pred = predicted.sum(0)
+    correct = (truth & predicted).sum(0)
+    vocab = np.flatnonzero(n_true > 0)
+    recall = correct[vocab] / n_true[vocab]
+    precision = np.divide(correct[vocab], n_pred[vocab], out=np.zeros(len(vocab)),
+                          where=n_pred[vocab] > 0)
+    denom = precision + recall
+    f1 = np.divide(2 * precision * recall, denom, out=np.zeros(len(vocab)), where=denom > 0)
+    out = {
+        "mean_P": float(precision.mean()) if len(vocab) else float("nan"),
+        "mean_R": float(recall.mean()) if len(vocab) else float("nan"),
+        "mean_F1": float(f1.mean()) if len(vocab) else float("nan"),
+        "n_words_recall_gt0": int((recall > 0).sum()),
+        "n_words": int(len(vocab)),
+        "n": int(n),
+    }
+    if best:
+        order = np.lexsort((np.arange(len(vocab)), -precision, -recall))[:best]
+        out[f"best{best}_mean_P"] = float(precision[order].mean()) if len(order) else float("nan")
+        out[f"best{best}_mean_R"] = float(recall[order].mean()) if len(order) else float("nan")
+    names = [vocabulary[i] for i in vocab] if vocabulary is not None else vocab.tolist()
+    out["per_word"] = {
+        "word": names,
+        "precision": precision.tolist(),
+        "recall": recall.tolist(),
+        "n_true": n_true[vocab].tolist(),
+        "n_predicted": n_pred[vocab].tolist(),
+    }
+    return out

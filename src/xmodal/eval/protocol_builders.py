@@ -1,0 +1,177 @@
+"""The built-in evaluation protocols (registered by name in :mod:`xmodal.eval.protocols`)."""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from collections import Counter
+
+import numpy as np
+from scipy import sparse
+
+from xmodal.eval.protocols import Direction, Protocol, pairs_to_relevance, register
+
+
+def _both(image_ids, text_ids, texts, relevance) -> dict[str, Direction]:
+    return {
+        "i2t": Direction("i2t", image_ids, text_ids, texts, relevance),
+        "t2i": Direction("t2i", image_ids, text_ids, texts, relevance),
+    }
+
+
+def _flickr(data):
+    from xmodal.data import load_flickr8k
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_flickr8k(data)
+
+
+def _hodosh_pool(ds):
+    """The 1,000 test images and caption #2 of each (the captions the judgments are about)."""
+    images = list(ds.split("test"))
+    caps = [ds.caption(f"{i}#2") for i in images]
+    return images, [c.id for c in caps], [c.text for c in caps]
+
+
+@register("flickr8k-hodosh")
+def flickr8k_hodosh(data=None) -> Protocol:
+    ds = _flickr(data)
+    images, text_ids, texts = _hodosh_pool(ds)
+    rel = pairs_to_relevance(images, text_ids, [(i, f"{i}#2") for i in images])
+    return Protocol(
+        "flickr8k-hodosh", _both(images, text_ids, texts, rel), ds,
+        "Hodosh et al. 2013 test pool: 1,000 test images x their caption #2; only the original "
+        "pair is relevant.",
+    )
+
+
+@register("flickr8k-hodosh-crowd")
+def flickr8k_hodosh_crowd(data=None, min_yes_fraction: float = 0.5) -> Protocol:
+    ds = _flickr(data)
+    images, text_ids, texts = _hodosh_pool(ds)
+    pairs = [(i, f"{i}#2") for i in images]
+    pairs += [(c.image_id, c.caption_id) for c in ds.crowd if c.yes_fraction >= min_yes_fraction]
+    rel = pairs_to_relevance(images, text_ids, pairs)
+    return Protocol(
+        "flickr8k-hodosh-crowd", _both(images, text_ids, texts, rel), ds,
+        f"Hodosh pool; a pair is also relevant when its crowd yes-fraction >= {min_yes_fraction} "
+        "(0.5 = at least 2 of 3 workers said yes; gives the paper's 2,031 extra pairs).",
+        {"min_yes_fraction": min_yes_fraction},
+    )
+
+
+@register("flickr8k-hodosh-expert")
+def flickr8k_hodosh_expert(data=None, min_mean_score: float = 3.0) -> Protocol:
+    ds = _flickr(data)
+    images, text_ids, texts = _hodosh_pool(ds)
+    pairs = [(i, f"{i}#2") for i in images]
+    pairs += [(e.image_id, e.caption_id) for e in ds.expert if e.mean >= min_mean_score]
+    rel = pairs_to_relevance(images, text_ids, pairs)
+    return Protocol(
+        "flickr8k-hodosh-expert", _both(images, text_ids, texts, rel), ds,
+        f"Hodosh pool; a pair is also relevant when its mean expert score >= {min_mean_score} "
+        "(3 = describes the image with at most minor errors).",
+        {"min_mean_score": min_mean_score},
+    )
+
+
+@register("flickr8k-5cap")
+def flickr8k_5cap(data=None) -> Protocol:
+    ds = _flickr(data)
+    images = list(ds.split("test"))
+    caps = [c for i in images for c in ds.captions_of(i)]
+    rel = pairs_to_relevance(images, [c.id for c in caps], [(c.image_id, c.id) for c in caps])
+    return Protocol(
+        "flickr8k-5cap", _both(images, [c.id for c in caps], [c.text for c in caps], rel), ds,
+        "1,000 test images x all 5,000 of their captions; a caption is relevant to its image.",
+    )
+
+
+@register("wikipedia")
+def wikipedia(data=None) -> Protocol:
+    from xmodal.data import load_wikipedia
+
+    ds = load_wikipedia(data)
+    y = ds.labels_test
+    rel = sparse.csr_matrix(y[:, None] == y[None, :])
+    return Protocol(
+        "wikipedia", _both(list(ds.image_ids_test), list(ds.text_ids_test), [], rel), ds,
+        "Rasiwasia et al. 2010: 693 test images x 693 test texts; relevant = same category.",
+    )
+
+
+def keyword_queries(labels: np.ndarray, max_len: int = 4, min_count: int = 2) -> list[tuple[int, ...]]:
+    """All 1- to ``max_len``-word combinations annotated together on >= ``min_count`` images."""
+    counts: Counter = Counter()
+    for row in labels:
+        words = np.flatnonzero(row)
+        for n in range(1, max_len + 1):
+            counts.update(itertools.combinations(words.tolist(), n))
+    return sorted((q for q, c in counts.items() if c >= min_count), key=lambda q: (len(q), q))
+
+
+@register("corel5k")
+def corel5k(data=None) -> Protocol:
+    from xmodal.data import load_corel5k
+
+    ds = load_corel5k(data)
+    labels = ds.labels_test.astype(bool)
+    queries = keyword_queries(labels)
+    q_text = [" ".join(ds.keywords[w] for w in q) for q in queries]
+    # image x query relevance: the annotation contains every query word
+    cols = []
+    for q in queries:
+        cols.append(np.flatnonzero(labels[:, list(q)].all(axis=1)))
+    rows = np.concatenate(cols)
+    qcol = np.repeat(np.arange(len(queries)), [len(c) for c in cols])
+    rel_q = sparse.csr_matrix(
+        (np.ones(len(rows), bool), (rows, qcol)), shape=(labels.shape[0], len(queries))
+    )
+    directions = {
+        "i2t": Direction("i2t", list(ds.ids_test), list(ds.keywords), list(ds.keywords),
+                         sparse.csr_matrix(labels)),
+        "t2i": Direction("t2i", list(ds.ids_test), q_text, q_text, rel_q),
+    }
+    return Protocol(
+        "corel5k", directions, ds,
+        "Lavrenko et al. 2003: i2t ranks the 374 keywords for each of the 500 test images; t2i "
+        "ranks the test images for every 1- to 4-word query occurring on >= 2 test images "
+        "(relevant = annotation contains every query word).",
+        {"query_lengths": [len(q) for q in queries]},
+    )
+
+
+def _coco(name: str) -> Protocol:
+    from xmodal.data.eccv import load_coco_positives
+
+    pos = load_coco_positives(name)
+    i2t = pairs_to_relevance(pos.image_ids, pos.caption_ids,
+                             [(i, c) for i, cs in pos.image_to_captions.items() for c in cs])
+    t2i = pairs_to_relevance(pos.image_ids, pos.caption_ids,
+                             [(i, c) for c, is_ in pos.caption_to_images.items() for i in is_])
+    return Protocol(
+        name,
+        {
+            "i2t": Direction("i2t", pos.image_ids, pos.caption_ids, [], i2t),
+            "t2i": Direction("t2i", pos.image_ids, pos.caption_ids, [], t2i),
+        },
+        pos,
+        f"{name} positives from the eccv-caption package over the COCO 5K test gallery (5,000 "
+        "images, 25,000 captions). Images are not available here: the caller supplies scores.",
+    )
+
+
+@register("eccv")
+def eccv(data=None) -> Protocol:
+    return _coco("eccv")
+
+
+@register("cxc")
+def cxc(data=None) -> Protocol:
+    return _coco("cxc")
+
+
+@register("coco5k")
+def coco5k(data=None) -> Protocol:
+    return _coco("coco5k")
