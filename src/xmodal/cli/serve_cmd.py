@@ -1,1 +1,41 @@
-"""Command module placeholder: its owner fills in the commands."""
+"""``xmodal serve``: the HTTP API and web page over a photo index and saved evaluation reports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from xmodal.cli._app import app, console
+
+
+@app.command(
+    "serve",
+    epilog="Example: xmodal serve --db ~/photos.xmodal --reports reports/json --port 8000  "
+    "(then open http://127.0.0.1:8000/ ; the API is documented at /docs)",
+)
+def serve(
+    db: Path = typer.Option(
+        None, "--db", help="photo index to search (built with 'xmodal photos index')"
+    ),
+    host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
+    port: int = typer.Option(8000, "--port", help="TCP port to listen on"),
+    reports: Path = typer.Option(
+        Path("reports"), "--reports", help="folder of saved 'xmodal eval --json' reports"
+    ),
+    model: str = typer.Option(
+        None, "--model", help="embedding model for describe (default: the index's model)"
+    ),
+    thumbnails: Path = typer.Option(
+        None, "--thumbnails", help="thumbnail cache folder (default: <cache>/thumbnails)"
+    ),
+    log_level: str = typer.Option("info", "--log-level", help="uvicorn log level"),
+) -> None:
+    """Serve the search / describe / tag API and the web page (search and evaluation reports)."""
+    import uvicorn
+
+    from xmodal.server import create_app
+
+    web = create_app(db, reports_dir=reports, thumbnail_dir=thumbnails, model_spec=model)
+    console.print(f"xmodal: serving on http://{host}:{port}/  (API docs at /docs)")
+    uvicorn.run(web, host=host, port=port, log_level=log_level)

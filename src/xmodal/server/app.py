@@ -1,0 +1,82 @@
+"""The application factory: ``create_app(db_path, ...)`` builds the FastAPI app (API + web page)."""
+
+from __future__ import annotations
+
+import os
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from xmodal import __version__
+from xmodal.paths import cache_dir
+from xmodal.server.backends import Backends
+from xmodal.server.body_limit import BodySizeLimit
+from xmodal.server.errors import install_error_handlers
+from xmodal.server.limits import ServerLimits
+from xmodal.server.reports import ReportStore
+from xmodal.server.routes import annotate, meta, reports, search
+from xmodal.server.state import ServerState
+from xmodal.server.thumbnails import ThumbnailCache
+
+STATIC_DIR = Path(__file__).parent / "static"
+
+
+def create_app(
+    db_path: str | os.PathLike | None = None,
+    *,
+    reports_dir: str | os.PathLike | None = None,
+    thumbnail_dir: str | os.PathLike | None = None,
+    limits: ServerLimits | None = None,
+    model_spec: str | None = None,
+    index: Any = None,
+    model: Any = None,
+    tagger: Any = None,
+) -> FastAPI:
+    """Build the xmodal web application.
+
+    db_path: the photo index (``xmodal.index.PhotoIndex``) to search; opened on first use.
+    reports_dir: folder searched for saved ``xmodal eval --json`` reports.
+    thumbnail_dir: disk cache for thumbnails (default: ``<cache_dir>/thumbnails``).
+    model_spec: embedding model for describe (default: the index's model or the default model).
+    index, model, tagger: ready objects to use instead of loading them (tests inject fakes).
+    """
+    backends = Backends(db_path, index=index, model=model, tagger=tagger, model_spec=model_spec)
+    state = ServerState(
+        backends=backends,
+        thumbnails=ThumbnailCache(thumbnail_dir or cache_dir() / "thumbnails"),
+        reports=ReportStore(reports_dir),
+        limits=limits or ServerLimits(),
+    )
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI):
+        yield
+        backends.close()
+
+    app = FastAPI(
+        title="xmodal",
+        version=__version__,
+        description="Search photos by sentence, describe and tag images, browse evaluation "
+        "reports. The web page is at `/`, the evaluation page at `/eval`.",
+        lifespan=lifespan,
+    )
+    app.state.xmodal = state
+    install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, max_bytes=state.limits.max_body_bytes)
+    for module in (search, annotate, meta, reports):
+        app.include_router(module.router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def home() -> FileResponse:
+        return FileResponse(STATIC_DIR / "index.html")
+
+    @app.get("/eval", include_in_schema=False)
+    async def eval_page() -> FileResponse:
+        return FileResponse(STATIC_DIR / "eval.html")
+
+    return app

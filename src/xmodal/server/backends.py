@@ -1,0 +1,140 @@
+"""The library objects behind the server: photo index, embedding model and tagger.
+
+They are loaded lazily (the first request that needs one pays for it) and every call into them runs
+on ONE worker thread, so library objects that are not thread-safe (SQLite connections, torch
+modules) are only ever touched from the thread that created them. Tests inject fakes through
+:func:`xmodal.server.create_app`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from xmodal.errors import XmodalError
+from xmodal.server.errors import ApiError
+
+T = TypeVar("T")
+
+
+class Backends:
+    """Lazily built library objects plus the single worker thread that calls them."""
+
+    def __init__(
+        self,
+        db_path: str | os.PathLike | None,
+        *,
+        index: Any = None,
+        model: Any = None,
+        tagger: Any = None,
+        model_spec: str | None = None,
+    ) -> None:
+        self.db_path = Path(db_path) if db_path is not None else None
+        self.model_spec = model_spec
+        self._index = index
+        self._model = model
+        self._tagger = tagger
+        self._tagger_error: str | None = None
+        self._caption_cache: tuple[str, Any] | None = None
+        self._lock = threading.Lock()
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xmodal-lib")
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the library thread without blocking the event loop."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(*args))
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # -- lazily loaded objects (call these on the library thread) ---------------------------------
+    @property
+    def index_loaded(self) -> bool:
+        return self._index is not None
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._model is not None
+
+    def index(self) -> Any:
+        if self._index is None:
+            if self.db_path is None:
+                raise ApiError(503, "no photo index: start the server with --db PATH")
+            if not self.db_path.exists():
+                raise ApiError(
+                    503,
+                    f"photo index {self.db_path} does not exist: build it with "
+                    f"'xmodal photos index FOLDER --db {self.db_path}'",
+                )
+            try:
+                from xmodal.index import PhotoIndex
+            except ImportError as exc:
+                raise ApiError(503, f"the photo index library is not available: {exc}") from None
+            self._index = PhotoIndex(self.db_path, model=self._model)
+        return self._index
+
+    def model(self) -> Any:
+        if self._model is None:
+            index = self._index
+            shared = getattr(index, "model", None) if index is not None else None
+            if shared is not None and not callable(shared):
+                self._model = shared
+            else:
+                try:
+                    from xmodal.models.dual import load_embedding_model
+                except ImportError as exc:
+                    raise ApiError(503, f"no embedding model available: {exc}") from None
+                self._model = load_embedding_model(self.model_spec)
+        return self._model
+
+    def tagger(self) -> Any:
+        if self._tagger is None:
+            if self._tagger_error is not None:
+                raise ApiError(503, self._tagger_error)
+            try:
+                from xmodal.models.tagger import load_default_tagger
+            except ImportError as exc:
+                self._tagger_error = (
+                    f"tagging is not available in this installation ({exc}); "
+                    "search and describe still work"
+                )
+                raise ApiError(503, self._tagger_error) from None
+            self._tagger = load_default_tagger()
+        return self._tagger
+
+    # -- caption pool of the indexed collection ---------------------------------------------------
+    def collection_captions(self) -> tuple[list[str], list[str], Any]:
+        """(ids, texts, text embeddings) of the index's captions, embedded once and cached."""
+        index = self.index()
+        pairs = list(index.captions()) if hasattr(index, "captions") else []
+        if not pairs:
+            raise XmodalError(
+                "the indexed collection has no captions: upload a caption file "
+                "(one caption per line) with the image"
+            )
+        ids, texts = _split_caption_pairs(pairs)
+        digest = hashlib.sha1("\n".join(texts).encode()).hexdigest()
+        if self._caption_cache is None or self._caption_cache[0] != digest:
+            self._caption_cache = (digest, self.model().embed_texts(texts))
+        return ids, texts, self._caption_cache[1]
+
+
+def _split_caption_pairs(pairs: list[Any]) -> tuple[list[str], list[str]]:
+    ids, texts = [], []
+    for n, item in enumerate(pairs):
+        if isinstance(item, str):
+            ids.append(str(n))
+            texts.append(item)
+        elif isinstance(item, dict):
+            ids.append(str(item.get("id", item.get("image_id", n))))
+            texts.append(str(item.get("text", item.get("caption", ""))))
+        else:
+            ids.append(str(item[0]))
+            texts.append(str(item[1]))
+    return ids, texts

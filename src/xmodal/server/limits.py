@@ -1,0 +1,26 @@
+"""Limits that keep one bad request from hurting the server: upload size, image pixels, pool size."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """Upper bounds applied to every request.
+
+    max_body_bytes: a request body larger than this is refused with 413 before it is read in full.
+    max_image_bytes: an uploaded image file larger than this is refused with 413.
+    max_image_pixels: width x height above this is refused with 413 *before* pixels are decoded
+        (decompression bombs: a small PNG that claims 20,000 x 20,000 pixels).
+    max_caption_bytes / max_captions: bounds on an uploaded caption file.
+    max_k: the largest page size or number of results one request may ask for.
+    """
+
+    max_body_bytes: int = 25 * 1024 * 1024
+    max_image_bytes: int = 20 * 1024 * 1024
+    max_image_pixels: int = 40_000_000
+    max_caption_bytes: int = 2 * 1024 * 1024
+    max_captions: int = 5_000
+    max_k: int = 200
+    max_offset: int = 10_000

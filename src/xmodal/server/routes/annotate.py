@@ -1,0 +1,78 @@
+"""Describe an uploaded image (rank a caption pool) and tag it (rank keywords)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from fastapi import APIRouter, Depends, File, Form, UploadFile
+
+from xmodal.server.errors import ApiError
+from xmodal.server.serialize import keyword_json
+from xmodal.server.state import ServerState, get_state
+from xmodal.server.uploads import read_captions, read_image
+
+router = APIRouter(prefix="/api", tags=["annotate"])
+
+
+def _top(scores: np.ndarray, k: int) -> np.ndarray:
+    k = min(k, scores.shape[0])
+    part = np.argpartition(-scores, k - 1)[:k]
+    return part[np.argsort(-scores[part], kind="stable")]
+
+
+@router.post("/describe", summary="Rank captions for an uploaded image")
+async def describe(
+    image: UploadFile | None = File(None, description="the image (JPEG, PNG, ...)"),
+    captions: UploadFile | None = File(
+        None, description="optional caption file: one caption per line, or id<TAB>caption"
+    ),
+    limit: int = Form(10, ge=1, description="how many captions to return"),
+    state: ServerState = Depends(get_state),
+) -> dict[str, Any]:
+    """Captions from the pool ranked by how well they describe the image. The pool is the uploaded
+    caption file if one is sent, otherwise the captions of the indexed collection."""
+    if limit > state.limits.max_k:
+        raise ApiError(400, f"limit must be at most {state.limits.max_k}")
+    picture = await read_image(image, state.limits)
+    uploaded = await read_captions(captions, state.limits) if captions is not None else None
+    lib = state.backends
+
+    def work() -> tuple[str, list[str], list[str], np.ndarray]:
+        model = lib.model()
+        if uploaded is not None:
+            ids, texts = uploaded
+            text_vecs = model.embed_texts(texts)
+            pool = "upload"
+        else:
+            ids, texts, text_vecs = lib.collection_captions()
+            pool = "collection"
+        image_vec = np.asarray(model.embed_images([picture]), dtype=np.float32)[0]
+        return pool, ids, texts, np.asarray(text_vecs, dtype=np.float32) @ image_vec
+
+    pool, ids, texts, scores = await lib.run(work)
+    order = _top(scores, limit)
+    return {
+        "pool": pool,
+        "pool_size": len(texts),
+        "image": {"width": picture.width, "height": picture.height},
+        "captions": [
+            {"rank": r + 1, "id": ids[i], "text": texts[i], "score": float(scores[i])}
+            for r, i in enumerate(order)
+        ],
+    }
+
+
+@router.post("/tag", summary="Keywords for an uploaded image")
+async def tag(
+    image: UploadFile | None = File(None, description="the image (JPEG, PNG, ...)"),
+    limit: int = Form(10, ge=1, description="how many keywords to return"),
+    state: ServerState = Depends(get_state),
+) -> dict[str, Any]:
+    """Keywords ranked by the default tagger (503 when no tagger is installed)."""
+    if limit > state.limits.max_k:
+        raise ApiError(400, f"limit must be at most {state.limits.max_k}")
+    picture = await read_image(image, state.limits)
+    lib = state.backends
+    words = await lib.run(lambda: list(lib.tagger().tag(picture, limit)))
+    return {"keywords": [keyword_json(w) for w in words[:limit]]}

@@ -1,0 +1,68 @@
+"""Turn library results (hits, keywords) into plain JSON dictionaries for the API."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+from urllib.parse import quote
+
+
+def _field(obj: Any, *names: str) -> Any:
+    for name in names:
+        if isinstance(obj, dict) and name in obj:
+            return obj[name]
+        if hasattr(obj, name):
+            return getattr(obj, name)
+    return None
+
+
+def _score(value: Any) -> float | None:
+    if value is None:
+        return None
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
+def hit_json(hit: Any, rank: int) -> dict[str, Any]:
+    """One ranked image: id, rank, score, and the URLs of its thumbnails."""
+    if isinstance(hit, (tuple, list)):
+        item_id, score = hit[0], hit[1]
+        path = hit[2] if len(hit) > 2 else None
+    else:
+        item_id = _field(hit, "id", "image_id", "item_id", "path")
+        score = _field(hit, "score", "similarity")
+        path = _field(hit, "path")
+    item_id = str(item_id)
+    out: dict[str, Any] = {"rank": rank, "id": item_id, "score": _score(score)}
+    if path is not None:
+        out["path"] = str(path)
+    caption = _field(hit, "caption") if not isinstance(hit, (tuple, list)) else None
+    if caption:
+        out["caption"] = str(caption)
+    q = quote(item_id, safe="")
+    out["thumbnail"] = f"/api/thumbnail?id={q}&size=small"
+    out["preview"] = f"/api/thumbnail?id={q}&size=large"
+    return out
+
+
+def keyword_json(item: Any) -> dict[str, Any]:
+    """One keyword: ``{"word": str, "score": float | None}``."""
+    if isinstance(item, str):
+        return {"word": item, "score": None}
+    if isinstance(item, (tuple, list)):
+        return {"word": str(item[0]), "score": _score(item[1]) if len(item) > 1 else None}
+    return {"word": str(_field(item, "word", "keyword", "label")),
+            "score": _score(_field(item, "score", "probability"))}
+
+
+def json_safe(obj: Any) -> Any:
+    """Replace NaN/inf (not valid JSON) by None and numpy scalars by Python numbers, recursively."""
+    if isinstance(obj, dict):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    if hasattr(obj, "tolist") and not isinstance(obj, (str, bytes)):
+        return json_safe(obj.tolist())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj

@@ -1,0 +1,144 @@
+// The evaluation page: saved `xmodal eval --json` reports as metric tables, Recall@K and
+// precision-recall plots, and a side-by-side comparison of two models.
+"use strict";
+
+const DIRECTION_NAMES = { i2t: "image → text (annotation)", t2i: "text → image (search)" };
+const LOWER_IS_BETTER = /^(medR|meanR|med_r|mean_r)$|rank/i;
+
+function kOf(metric, prefix) {
+  const m = metric.match(new RegExp("^" + prefix + "@(\\d+)$"));
+  return m ? Number(m[1]) : null;
+}
+
+// [[K, R@K], ...] from saved curves if present, else from the R@K metrics.
+function recallCurve(report, dir) {
+  const c = report.curves && report.curves[dir] && report.curves[dir].recall_at_k;
+  if (c && Array.isArray(c.k) && Array.isArray(c.value)) return c.k.map((k, i) => [k, c.value[i]]);
+  const metrics = report.directions[dir] || {};
+  return Object.keys(metrics).map((name) => [kOf(name, "R"), metrics[name]])
+    .filter((p) => p[0] !== null && typeof p[1] === "number").sort((a, b) => a[0] - b[0]);
+}
+
+// [[recall, precision], ...] from a saved PR curve, else the (recall@K, P@K) pairs of the metrics.
+function prCurve(report, dir) {
+  const c = report.curves && report.curves[dir] && report.curves[dir].pr;
+  if (c && Array.isArray(c.recall) && Array.isArray(c.precision)) return c.recall.map((r, i) => [r, c.precision[i]]);
+  const metrics = report.directions[dir] || {};
+  const points = [];
+  for (const name of Object.keys(metrics)) {
+    const k = kOf(name, "recall");
+    if (k !== null && typeof metrics["P@" + k] === "number") points.push([metrics[name], metrics["P@" + k], k]);
+  }
+  return points.sort((a, b) => a[2] - b[2]).map((p) => [p[0], p[1]]);
+}
+
+function label(report) { return report.model ? `${report.model}` : report.name; }
+
+function metricsTable(reports, dir) {
+  const names = [];
+  for (const r of reports) for (const m of Object.keys(r.directions[dir] || {})) if (!names.includes(m)) names.push(m);
+  const head = el("tr", {}, el("th", {}, "metric"), ...reports.map((r) => el("th", {}, label(r))));
+  if (reports.length === 2) head.append(el("th", {}, "B − A"));
+  const body = names.map((m) => {
+    const values = reports.map((r) => (r.directions[dir] || {})[m]);
+    const row = el("tr", {}, el("td", {}, m), ...values.map((v) => el("td", {}, fmt(v))));
+    if (reports.length === 2) {
+      const [a, b] = values;
+      if (typeof a === "number" && typeof b === "number") {
+        const d = b - a;
+        const good = LOWER_IS_BETTER.test(m) ? d < 0 : d > 0;
+        row.append(el("td", { class: d === 0 ? "" : good ? "better" : "worse" }, (d > 0 ? "+" : "") + fmt(d)));
+      } else row.append(el("td", {}, "–"));
+    }
+    return row;
+  });
+  return el("table", { class: "metrics", "data-direction": dir }, el("thead", {}, head), el("tbody", {}, ...body));
+}
+
+function directionBlock(reports, dir) {
+  const block = el("section", { class: "direction" }, el("h3", {}, DIRECTION_NAMES[dir] || dir));
+  block.append(metricsTable(reports, dir));
+  const plots = el("div", { class: "plots" });
+  const recall = reports.map((r) => ({ name: label(r), points: recallCurve(r, dir) }));
+  if (recall.some((s) => s.points.length)) {
+    const ks = [...new Set(recall.flatMap((s) => s.points.map((p) => p[0])))].sort((a, b) => a - b);
+    plots.append(lineChart(recall, { title: "Recall@K", xLabel: "K (log scale)", yLabel: "R@K",
+      xLog: true, xTicks: ks.length <= 12 ? ks : undefined, xMax: Math.max(...ks, 2) }));
+  }
+  const pr = reports.map((r) => ({ name: label(r), points: prCurve(r, dir) }));
+  if (pr.some((s) => s.points.length)) {
+    plots.append(lineChart(pr, { title: "Precision–recall", xLabel: "recall", yLabel: "precision" }));
+  }
+  block.append(plots);
+  return block;
+}
+
+function headerTable(reports) {
+  const rows = ["protocol", "model", "seed", "elapsed_s"].map((key) =>
+    el("tr", {}, el("td", {}, key), ...reports.map((r) => el("td", {}, fmt(r[key], 1)))));
+  for (const dir of Object.keys(reports[0].n_queries || {})) {
+    rows.push(el("tr", {}, el("td", {}, `queries (${dir})`),
+      ...reports.map((r) => el("td", {}, fmt((r.n_queries || {})[dir])))));
+  }
+  return el("table", { class: "report-header" },
+    el("thead", {}, el("tr", {}, el("th", {}, ""), ...reports.map((r, i) => el("th", {}, `${"AB"[i]}: ${r.name}`)))),
+    el("tbody", {}, ...rows));
+}
+
+async function render() {
+  const a = document.getElementById("report-a").value;
+  const b = document.getElementById("report-b").value;
+  const view = document.getElementById("report-view");
+  const status = document.getElementById("eval-status");
+  const names = [a, b].filter((n) => n);
+  const url = new URL(location.href);
+  url.search = new URLSearchParams(Object.fromEntries([["a", a], ["b", b]].filter((p) => p[1])));
+  history.replaceState(null, "", url);
+  view.replaceChildren();
+  if (!names.length) return;
+  status.textContent = "Loading…";
+  try {
+    const reports = await Promise.all(names.map((n) => api("/api/reports/" + n.split("/").map(encodeURIComponent).join("/"))));
+    view.append(headerTable(reports));
+    const dirs = [];
+    for (const r of reports) for (const d of Object.keys(r.directions)) if (!dirs.includes(d)) dirs.push(d);
+    const container = el("div", { class: "compare" }, ...dirs.map((d) => directionBlock(reports, d)));
+    view.append(container);
+    status.textContent = reports.length === 2 ? "Comparing A and B (green: B is better)." : "";
+  } catch (err) {
+    status.textContent = "Could not load the report: " + err.message;
+  }
+}
+
+async function setup() {
+  const status = document.getElementById("eval-status");
+  let list;
+  try {
+    list = (await api("/api/reports")).reports;
+  } catch (err) {
+    status.textContent = "Could not list reports: " + err.message;
+    return;
+  }
+  const selA = document.getElementById("report-a");
+  const selB = document.getElementById("report-b");
+  selA.append(el("option", { value: "" }, "— choose —"));
+  selB.append(el("option", { value: "" }, "— none —"));
+  const tbody = document.querySelector("#report-list tbody");
+  for (const r of list) {
+    const text = `${r.name} (${r.model || "?"} on ${r.protocol || "?"})`;
+    selA.append(el("option", { value: r.name }, text));
+    selB.append(el("option", { value: r.name }, text));
+    tbody.append(el("tr", {}, el("td", {}, r.name), el("td", {}, r.protocol || "–"), el("td", {}, r.model || "–"),
+      el("td", {}, r.directions.join(", ")),
+      el("td", {}, r.n_queries ? Object.entries(r.n_queries).map(([d, n]) => `${d}: ${n}`).join(", ") : "–")));
+  }
+  if (!list.length) status.textContent = "No saved reports yet: run `xmodal eval --json > reports/NAME.json`.";
+  const params = new URLSearchParams(location.search);
+  selA.value = params.get("a") || (list[0] ? list[0].name : "");
+  selB.value = params.get("b") || "";
+  selA.addEventListener("change", render);
+  selB.addEventListener("change", render);
+  render();
+}
+
+document.addEventListener("DOMContentLoaded", setup);

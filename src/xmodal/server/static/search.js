@@ -1,0 +1,129 @@
+// The search page: sentence search with paging, a detail view with similar images,
+// and describe/tag for a dropped or chosen image.
+"use strict";
+
+const PAGE = 24;
+let currentQuery = "";
+let nextOffset = 0;
+
+function resultCard(hit, onOpen) {
+  const img = el("img", { src: hit.thumbnail, alt: hit.caption || hit.id, loading: "lazy" });
+  const score = el("span", { class: "score" }, fmt(hit.score));
+  const card = el("button", { class: "card", type: "button", title: hit.id, "data-id": hit.id },
+    img, el("span", { class: "meta" }, el("span", { class: "rank" }, "#" + hit.rank), score));
+  card.addEventListener("click", () => onOpen(hit));
+  return card;
+}
+
+async function runSearch(query, offset) {
+  const status = document.getElementById("search-status");
+  const grid = document.getElementById("results");
+  const more = document.getElementById("more");
+  if (offset === 0) grid.replaceChildren();
+  status.textContent = "Searching…";
+  more.hidden = true;
+  try {
+    const params = new URLSearchParams({ q: query, limit: PAGE, offset: offset });
+    const page = await api("/api/search?" + params);
+    for (const hit of page.results) grid.append(resultCard(hit, openDetail));
+    const shown = offset + page.results.length;
+    status.textContent = shown ? `${shown} image${shown === 1 ? "" : "s"} for “${query}”` : `No images for “${query}”.`;
+    nextOffset = offset + page.results.length;
+    more.hidden = !page.has_more;
+  } catch (err) {
+    status.textContent = "Search failed: " + err.message;
+  }
+}
+
+async function openDetail(hit) {
+  const overlay = document.getElementById("detail");
+  document.getElementById("detail-image").src = hit.preview;
+  document.getElementById("detail-image").alt = hit.id;
+  document.getElementById("detail-title").textContent =
+    `${hit.id}` + (hit.score !== null && hit.score !== undefined ? ` — score ${fmt(hit.score)}` : "");
+  const similar = document.getElementById("similar");
+  similar.replaceChildren(el("p", { class: "muted" }, "Loading…"));
+  overlay.hidden = false;
+  try {
+    const page = await api("/api/similar?" + new URLSearchParams({ id: hit.id, limit: 12 }));
+    similar.replaceChildren(...page.results.map((h) => resultCard(h, openDetail)));
+    if (!page.results.length) similar.append(el("p", { class: "muted" }, "No similar images."));
+  } catch (err) {
+    similar.replaceChildren(el("p", { class: "error" }, "Similar images failed: " + err.message));
+  }
+}
+
+function closeDetail() { document.getElementById("detail").hidden = true; }
+
+async function annotate(file) {
+  const status = document.getElementById("annotate-status");
+  const box = document.getElementById("annotation");
+  const captionsList = document.getElementById("captions");
+  const keywordsList = document.getElementById("keywords");
+  status.textContent = "Describing " + file.name + "…";
+  document.getElementById("upload-preview").src = URL.createObjectURL(file);
+  captionsList.replaceChildren();
+  keywordsList.replaceChildren();
+  box.hidden = false;
+  const form = new FormData();
+  form.append("image", file);
+  form.append("limit", "10");
+  const captionFile = document.getElementById("caption-file").files[0];
+  if (captionFile) form.append("captions", captionFile);
+  const tagForm = new FormData();
+  tagForm.append("image", file);
+  tagForm.append("limit", "10");
+  const [described, tagged] = await Promise.allSettled([
+    api("/api/describe", { method: "POST", body: form }),
+    api("/api/tag", { method: "POST", body: tagForm }),
+  ]);
+  if (described.status === "fulfilled") {
+    const d = described.value;
+    for (const c of d.captions) {
+      captionsList.append(el("li", {}, el("span", {}, c.text), " ", el("span", { class: "score" }, fmt(c.score))));
+    }
+    status.textContent = `Ranked ${d.pool_size} captions from the ${d.pool === "upload" ? "uploaded caption file" : "indexed collection"}.`;
+  } else {
+    status.textContent = "Describe failed: " + described.reason.message;
+    captionsList.append(el("li", { class: "error" }, described.reason.message));
+  }
+  if (tagged.status === "fulfilled") {
+    for (const k of tagged.value.keywords) {
+      keywordsList.append(el("li", { title: k.score === null ? "" : "score " + fmt(k.score) }, k.word));
+    }
+  } else {
+    keywordsList.append(el("li", { class: "error" }, tagged.reason.message));
+  }
+}
+
+function setup() {
+  document.getElementById("search-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    currentQuery = document.getElementById("query").value.trim();
+    if (currentQuery) runSearch(currentQuery, 0);
+  });
+  document.getElementById("more").addEventListener("click", () => runSearch(currentQuery, nextOffset));
+  document.getElementById("detail-close").addEventListener("click", closeDetail);
+  document.getElementById("detail").addEventListener("click", (e) => { if (e.target.id === "detail") closeDetail(); });
+  document.addEventListener("keydown", (e) => { if (e.key === "Escape") closeDetail(); });
+
+  const input = document.getElementById("image-file");
+  input.addEventListener("change", () => { if (input.files[0]) annotate(input.files[0]); });
+  const zone = document.getElementById("dropzone");
+  zone.addEventListener("dragover", (e) => { e.preventDefault(); zone.classList.add("over"); });
+  zone.addEventListener("dragleave", () => zone.classList.remove("over"));
+  zone.addEventListener("drop", (e) => {
+    e.preventDefault();
+    zone.classList.remove("over");
+    if (e.dataTransfer.files[0]) annotate(e.dataTransfer.files[0]);
+  });
+
+  api("/api/stats").then((s) => {
+    const n = s.n_images ?? s.images ?? s.count;
+    if (n !== undefined) document.getElementById("stats").textContent = `${n.toLocaleString()} images indexed`;
+  }).catch(() => {});
+  const q = new URLSearchParams(location.search).get("q");
+  if (q) { document.getElementById("query").value = q; currentQuery = q; runSearch(q, 0); }
+}
+
+document.addEventListener("DOMContentLoaded", setup);

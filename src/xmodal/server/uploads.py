@@ -1,0 +1,106 @@
+"""Validate uploaded files: images are checked by decoding them, never by their declared type.
+
+An image upload must be non-empty, at most ``max_image_bytes``, in a format Pillow decodes
+(JPEG, PNG, GIF, WebP, BMP, TIFF), declare at most ``max_image_pixels`` pixels in its header (checked
+before any pixel is decoded, so decompression bombs cost nothing), and decode completely (a truncated
+JPEG is refused). Caption files are UTF-8 text, one caption per line, optionally ``id<TAB>caption``.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+
+from fastapi import UploadFile
+from PIL import Image, UnidentifiedImageError
+
+from xmodal.server.errors import ApiError
+from xmodal.server.limits import ServerLimits
+
+IMAGE_FORMATS = ("JPEG", "PNG", "GIF", "WEBP", "BMP", "TIFF")
+
+
+async def read_bounded(upload: UploadFile | None, max_bytes: int, what: str) -> bytes:
+    """The bytes of an uploaded file; 400 when missing or empty, 413 when above ``max_bytes``."""
+    if upload is None:
+        raise ApiError(400, f"no {what} uploaded: send it as a multipart form field")
+    data = await upload.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ApiError(413, f"{what} too large: the limit is {max_bytes // (1024 * 1024)} MB")
+    if not data:
+        raise ApiError(400, f"the uploaded {what} is empty")
+    return data
+
+
+def decode_image(data: bytes, limits: ServerLimits) -> Image.Image:
+    """Decode image bytes into an RGB image, refusing non-images, bombs and truncated files."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data), formats=IMAGE_FORMATS)
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise ApiError(413, _too_many_pixels_message(limits)) from None
+    except UnidentifiedImageError:
+        raise ApiError(
+            415, "the upload is not an image this server can read (JPEG, PNG, GIF, WebP, BMP, TIFF)"
+        ) from None
+    except Exception as exc:  # malformed headers raise assorted errors inside Pillow
+        raise ApiError(400, f"the image could not be read: {exc}") from None
+    width, height = image.size
+    if width <= 0 or height <= 0:
+        raise ApiError(400, "the image has no pixels")
+    if width * height > limits.max_image_pixels:
+        raise ApiError(413, _too_many_pixels_message(limits, width, height))
+    try:
+        image.load()
+        return image.convert("RGB")
+    except Exception as exc:  # truncated or corrupt pixel data
+        raise ApiError(400, f"the image is corrupt or truncated: {exc}") from None
+
+
+def _too_many_pixels_message(limits: ServerLimits, width: int = 0, height: int = 0) -> str:
+    size = f" ({width} x {height})" if width else ""
+    return (
+        f"image has too many pixels{size}: the limit is {limits.max_image_pixels:,} pixels; "
+        "resize it and try again"
+    )
+
+
+async def read_image(upload: UploadFile | None, limits: ServerLimits) -> Image.Image:
+    """Read and decode an uploaded image (see module docstring for what is refused)."""
+    data = await read_bounded(upload, limits.max_image_bytes, "image")
+    return decode_image(data, limits)
+
+
+def parse_captions(data: bytes, limits: ServerLimits) -> tuple[list[str], list[str]]:
+    """Caption ids and texts from a caption file: ``caption`` or ``id<TAB>caption`` per line."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise ApiError(415, "the caption file must be UTF-8 text, one caption per line") from None
+    ids: list[str] = []
+    texts: list[str] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        line = line.strip()
+        if not line:
+            continue
+        if "\t" in line:
+            cid, caption = line.split("\t", 1)
+            cid, caption = cid.strip(), caption.strip()
+        else:
+            cid, caption = f"line {number}", line
+        if caption:
+            ids.append(cid)
+            texts.append(caption)
+    if not texts:
+        raise ApiError(400, "the caption file has no captions (one caption per line)")
+    if len(texts) > limits.max_captions:
+        raise ApiError(
+            413, f"the caption file has {len(texts):,} captions: the limit is {limits.max_captions:,}"
+        )
+    return ids, texts
+
+
+async def read_captions(upload: UploadFile, limits: ServerLimits) -> tuple[list[str], list[str]]:
+    data = await read_bounded(upload, limits.max_caption_bytes, "caption file")
+    return parse_captions(data, limits)

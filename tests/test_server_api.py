@@ -1,0 +1,304 @@
+"""API tests for ``xmodal.server`` with FastAPI's TestClient and fake library objects.
+
+The fakes (``test_server_fakes.py``) make every right answer known by hand: solid-colour images,
+colour-word queries. Malformed uploads must get a 4xx JSON error and leave the server serving.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import sys
+import zlib
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+from PIL import Image
+from test_server_fakes import COLOURS, fake_backends, make_photo_folder
+
+from xmodal.server import ServerLimits, create_app
+
+
+def png_bytes(image: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, "PNG")
+    return buf.getvalue()
+
+
+def jpeg_bytes(image: Image.Image) -> bytes:
+    buf = io.BytesIO()
+    image.save(buf, "JPEG", quality=90)
+    return buf.getvalue()
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A valid-looking PNG of a few hundred bytes whose header claims ``width`` x ``height``."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)  # 8-bit greyscale
+    rows = zlib.compress(b"\x00" * (width + 1) * 2)
+    signature = b"\x89PNG\r\n\x1a\n"
+    return signature + chunk(b"IHDR", header) + chunk(b"IDAT", rows) + chunk(b"IEND", b"")
+
+
+REPORT_A = {
+    "protocol": "flickr8k-5cap", "model": "random", "seed": 0, "elapsed_s": 1.5,
+    "n_queries": {"i2t": 1000, "t2i": 5000},
+    "directions": {"i2t": {"R@1": 0.001, "R@5": 0.005, "R@10": 0.01, "medR": 2500.0},
+                   "t2i": {"R@1": 0.001, "R@5": 0.005, "R@10": 0.01, "medR": 500.0}},
+}
+REPORT_B = {**REPORT_A, "model": "dual",
+            "directions": {"i2t": {"R@1": 0.2, "R@5": 0.5, "R@10": 0.6, "medR": 5.0}},
+            "curves": {"i2t": {"recall_at_k": {"k": [1, 5, 10], "value": [0.2, 0.5, 0.6]}}}}
+
+
+@pytest.fixture()
+def parts(tmp_path):
+    return fake_backends(make_photo_folder(tmp_path / "photos"))
+
+
+@pytest.fixture()
+def reports_dir(tmp_path):
+    folder = tmp_path / "reports"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.json").write_text(json.dumps(REPORT_A))
+    (folder / "sub" / "b.json").write_text(json.dumps(REPORT_B))
+    (folder / "not_a_report.json").write_text(json.dumps({"hello": 1}))
+    (folder / "broken.json").write_text("{not json")
+    (tmp_path / "secret.json").write_text(json.dumps(REPORT_A))
+    return folder
+
+
+@pytest.fixture()
+def app(tmp_path, parts, reports_dir):
+    return create_app(tmp_path / "db", reports_dir=reports_dir, thumbnail_dir=tmp_path / "thumbs",
+                      **parts)
+
+
+@pytest.fixture()
+def client(app):
+    with TestClient(app) as c:
+        yield c
+
+
+def assert_error(response, status: int) -> str:
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert body["error"]["status"] == status
+    assert isinstance(body["error"]["message"], str) and body["error"]["message"]
+    return body["error"]["message"]
+
+
+def assert_still_serving(client) -> None:
+    assert client.get("/api/health").json()["status"] == "ok"
+    assert client.get("/api/search", params={"q": "red"}).json()["results"][0]["id"] == "0_red.png"
+
+
+# -- health, stats, static pages ---------------------------------------------------------------
+def test_health_and_stats(client):
+    health = client.get("/api/health").json()
+    assert health["status"] == "ok" and health["index_loaded"] is True
+    assert client.get("/api/stats").json() == {"n_images": 6, "n_captions": 6, "dim": 3}
+
+
+def test_pages_and_openapi(client):
+    home = client.get("/")
+    assert home.status_code == 200 and 'id="search-form"' in home.text
+    assert 'id="report-a"' in client.get("/eval").text
+    assert "function runSearch" in client.get("/static/search.js").text
+    paths = client.get("/openapi.json").json()["paths"]
+    for path in ("/api/search", "/api/similar", "/api/thumbnail", "/api/describe", "/api/tag",
+                 "/api/stats", "/api/health", "/api/reports", "/api/reports/{name}"):
+        assert path in paths
+    assert_error(client.get("/api/no-such-thing"), 404)
+
+
+# -- search, similar, thumbnails ----------------------------------------------------------------
+def test_search_ranks_and_pages(client):
+    body = client.get("/api/search", params={"q": "a red car", "limit": 6}).json()
+    ids = [r["id"] for r in body["results"]]
+    assert ids[0] == "0_red.png"
+    # hand check: purple (150,20,170) is the next closest colour to red + the (1,1,1) bias
+    scores = [r["score"] for r in body["results"]]
+    assert scores == sorted(scores, reverse=True)
+    assert [r["rank"] for r in body["results"]] == [1, 2, 3, 4, 5, 6]
+    assert body["has_more"] is False
+    page = client.get("/api/search", params={"q": "a red car", "limit": 2, "offset": 2}).json()
+    assert [r["id"] for r in page["results"]] == ids[2:4]
+    assert [r["rank"] for r in page["results"]] == [3, 4]
+    assert page["has_more"] is True
+    assert page["results"][0]["thumbnail"].startswith("/api/thumbnail?id=")
+
+
+def test_search_rejects_bad_parameters(client):
+    assert "empty" in assert_error(client.get("/api/search", params={"q": "   "}), 400)
+    assert_error(client.get("/api/search"), 422)
+    assert "limit" in assert_error(client.get("/api/search", params={"q": "x", "limit": 10**6}), 400)
+    assert_error(client.get("/api/search", params={"q": "x", "offset": -1}), 422)
+
+
+def test_similar_excludes_the_image_itself(client):
+    body = client.get("/api/similar", params={"id": "2_blue.png", "limit": 3}).json()
+    ids = [r["id"] for r in body["results"]]
+    assert "2_blue.png" not in ids and len(ids) == 3
+    # by hand: cos(blue, purple) = 40050 / (213.6 * 227.6) = 0.824 > cos(blue, cyan) = 0.815
+    assert ids[0] == "4_purple.png"
+    assert "no indexed image" in assert_error(client.get("/api/similar", params={"id": "nope"}), 400)
+
+
+def test_thumbnails_are_generated_once(client, app):
+    cache = app.state.xmodal.thumbnails
+    r1 = client.get("/api/thumbnail", params={"id": "5_cyan.png"})
+    assert r1.status_code == 200 and r1.headers["content-type"] == "image/jpeg"
+    thumb = Image.open(io.BytesIO(r1.content))
+    assert thumb.format == "JPEG" and max(thumb.size) <= 256
+    r, g, b = thumb.convert("RGB").getpixel((thumb.width // 2, thumb.height // 2))
+    assert abs(r - 20) < 12 and abs(g - 200) < 12 and abs(b - 210) < 12
+    assert cache.generated == 1
+    assert client.get("/api/thumbnail", params={"id": "5_cyan.png"}).content == r1.content
+    assert cache.generated == 1
+    assert client.get("/api/thumbnail", params={"id": "5_cyan.png", "size": "large"}).status_code == 200
+    assert cache.generated == 2
+    assert_error(client.get("/api/thumbnail", params={"id": "5_cyan.png", "size": "huge"}), 400)
+    assert_error(client.get("/api/thumbnail", params={"id": "../../etc/passwd"}), 404)
+
+
+# -- describe and tag -----------------------------------------------------------------------------
+def test_describe_with_uploaded_captions(client):
+    image = png_bytes(Image.new("RGB", (64, 48), COLOURS["red"]))
+    captions = "c1\ta blue sky\nc2\ta red square\n\nc3\ta green field\n".encode()
+    response = client.post("/api/describe",
+                           files={"image": ("red.png", image, "image/png"),
+                                  "captions": ("caps.txt", captions, "text/plain")},
+                           data={"limit": "2"})
+    body = response.json()
+    assert response.status_code == 200, body
+    assert body["pool"] == "upload" and body["pool_size"] == 3
+    assert len(body["captions"]) == 2
+    assert body["captions"][0]["id"] == "c2" and body["captions"][0]["text"] == "a red square"
+    assert body["captions"][0]["score"] > body["captions"][1]["score"]
+    assert body["image"] == {"width": 64, "height": 48}
+
+
+def test_describe_with_collection_captions(client):
+    image = jpeg_bytes(Image.new("RGB", (40, 40), COLOURS["yellow"]))
+    body = client.post("/api/describe", files={"image": ("y.jpg", image, "image/jpeg")}).json()
+    assert body["pool"] == "collection" and body["pool_size"] == 6
+    assert body["captions"][0] == {**body["captions"][0], "id": "3_yellow.png",
+                                   "text": "a yellow picture", "rank": 1}
+
+
+def test_tag(client):
+    image = png_bytes(Image.new("RGB", (30, 30), COLOURS["green"]))
+    body = client.post("/api/tag", files={"image": ("g.png", image, "image/png")},
+                       data={"limit": "3"}).json()
+    assert [k["word"] for k in body["keywords"]][0] == "green"
+    assert len(body["keywords"]) == 3
+
+
+def test_tag_without_a_tagger_is_503(tmp_path, parts, monkeypatch):
+    monkeypatch.setitem(sys.modules, "xmodal.models.tagger", None)  # import now fails
+    app = create_app(tmp_path / "db", index=parts["index"], model=parts["model"],
+                     thumbnail_dir=tmp_path / "t")
+    with TestClient(app) as c:
+        image = png_bytes(Image.new("RGB", (8, 8), COLOURS["green"]))
+        message = assert_error(c.post("/api/tag", files={"image": ("g.png", image)}), 503)
+        assert "tagging is not available" in message
+        assert_still_serving(c)
+
+
+def test_missing_index_is_503(tmp_path):
+    with TestClient(create_app(tmp_path / "missing.db", thumbnail_dir=tmp_path / "t")) as c:
+        assert "xmodal photos index" in assert_error(c.get("/api/search", params={"q": "a"}), 503)
+        assert c.get("/api/health").json()["status"] == "ok"
+
+
+# -- malformed uploads ---------------------------------------------------------------------------
+def _truncated_jpeg() -> bytes:
+    data = jpeg_bytes(Image.effect_noise((256, 256), 60).convert("RGB"))
+    return data[: len(data) // 2]
+
+
+MALFORMED = {
+    "not an image": (b"this is plain text, not an image", 415),
+    "truncated jpeg": (_truncated_jpeg(), 400),
+    "20000x20000 png": (png_claiming(20_000, 20_000), 413),
+    "8000x8000 png": (png_claiming(8_000, 8_000), 413),  # below Pillow's own bomb limit
+    "empty file": (b"", 400),
+}
+
+
+@pytest.mark.parametrize("endpoint", ["/api/describe", "/api/tag"])
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_malformed_uploads_get_4xx_and_server_keeps_serving(client, endpoint, case):
+    data, status = MALFORMED[case]
+    response = client.post(endpoint, files={"image": ("upload.jpg", data, "image/jpeg")})
+    message = assert_error(response, status)
+    if "png" in case:
+        assert "too many pixels" in message
+    assert_still_serving(client)
+
+
+def test_empty_and_broken_request_bodies(client):
+    assert "no image uploaded" in assert_error(client.post("/api/describe"), 400)
+    assert_error(client.post("/api/tag", content=b"",
+                             headers={"content-type": "multipart/form-data"}), 400)
+    assert_error(client.post("/api/describe", content=b"--xx\r\ngarbage",
+                             headers={"content-type": "multipart/form-data; boundary=xx"}), 400)
+    image = png_bytes(Image.new("RGB", (8, 8), COLOURS["red"]))
+    bad_caps = client.post("/api/describe", files={"image": ("r.png", image),
+                                                   "captions": ("c.txt", b"\xff\xfe\x00bad")})
+    assert "UTF-8" in assert_error(bad_caps, 415)
+    empty_caps = client.post("/api/describe", files={"image": ("r.png", image),
+                                                     "captions": ("c.txt", b"\n\n")})
+    assert_error(empty_caps, 400)
+    assert_still_serving(client)
+
+
+def test_body_and_file_size_limits(tmp_path, parts):
+    limits = ServerLimits(max_body_bytes=50_000, max_image_bytes=5_000)
+    app = create_app(tmp_path / "db", limits=limits, thumbnail_dir=tmp_path / "t", **parts)
+    rng = np.random.default_rng(0)
+    noise = Image.fromarray(rng.integers(0, 256, (200, 200, 3), dtype=np.uint8))
+    with TestClient(app) as c:
+        big = png_bytes(noise)  # > 50 kB of incompressible noise
+        assert len(big) > 50_000
+        assert "too large" in assert_error(c.post("/api/describe", files={"image": ("n.png", big)}), 413)
+        medium = jpeg_bytes(noise.crop((0, 0, 80, 80)))
+        assert 5_000 < len(medium) < 50_000
+        assert "too large" in assert_error(c.post("/api/tag", files={"image": ("n.jpg", medium)}), 413)
+        assert_still_serving(c)
+
+
+def test_unexpected_library_error_is_500_json(tmp_path, parts):
+    class Broken:
+        def search(self, text, k):
+            raise RuntimeError("boom")
+
+        def stats(self):
+            return {"n_images": 0}
+
+    app = create_app(tmp_path / "db", index=Broken(), model=parts["model"], thumbnail_dir=tmp_path)
+    with TestClient(app, raise_server_exceptions=False) as c:
+        assert "RuntimeError" in assert_error(c.get("/api/search", params={"q": "x"}), 500)
+        assert c.get("/api/stats").json() == {"n_images": 0}
+
+
+# -- reports ----------------------------------------------------------------------------------------
+def test_reports_list_and_fetch(client):
+    listed = client.get("/api/reports").json()["reports"]
+    assert [r["name"] for r in listed] == ["a", "sub/b"]
+    assert listed[0]["model"] == "random" and listed[0]["directions"] == ["i2t", "t2i"]
+    assert listed[1]["has_curves"] is True and listed[0]["has_curves"] is False
+    fetched = client.get("/api/reports/sub/b").json()
+    assert fetched["name"] == "sub/b"
+    assert fetched["directions"] == REPORT_B["directions"] and fetched["curves"] == REPORT_B["curves"]
+    assert_error(client.get("/api/reports/not_a_report"), 404)
+    assert_error(client.get("/api/reports/broken"), 404)
+    assert_error(client.get("/api/reports/..%2Fsecret"), 404)
+    assert_error(client.get("/api/reports/missing"), 404)
