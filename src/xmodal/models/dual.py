@@ -1,0 +1,343 @@
+"""The dual encoder: EfficientNet-Lite0 and MiniLM joined in one image-sentence space.
+
+Two frozen pretrained halves feed two small trainable heads (``xmodal.models.dual_heads``):
+image features (pooled EfficientNet-Lite0, 1280-d) and sentence embeddings (MiniLM, 384-d) map
+to a ``dim``-d space, trained on Flickr8K with a symmetric contrastive loss over all five
+captions per image (``xmodal.models.dual_train``; ``xmodal train dual``).
+
+To keep what the image network knows about the 1,000 ImageNet categories (Flickr8K is mostly
+people and dogs), every embedding carries a second, training-free block: the *zero-shot bridge*.
+An image's bridge vector is its ImageNet class distribution pushed through the MiniLM embeddings
+of the class names ("a photo of a tabby cat."); a sentence's bridge vector is its own MiniLM
+embedding. The final embeddings are the L2-normalised concatenations
+``[sqrt(1 - w) * head, sqrt(w) * bridge]`` so one dot product gives
+``(1 - w) * cos_head + w * cos_bridge``: a single vector per item, fit for an ANN index.
+
+Public surface::
+
+    from xmodal.models.dual import load_embedding_model
+    model = load_embedding_model()                 # the default shipped in xmodal/assets/dual
+    model = load_embedding_model("path/to/saved")  # a directory written by model.save()
+    model = load_embedding_model("openclip:ViT-B-32:/path/to/ckpt.pt")  # needs open-clip-torch
+    E = model.embed_images(["a.jpg", pil_image])   # (n, model.dim) float32, unit rows
+    T = model.embed_texts(["a cat on a sofa"])     # (m, model.dim) float32, unit rows
+    S = model.score(images, texts)                 # (n, m) = E @ T.T
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol as TypingProtocol
+
+import numpy as np
+
+from xmodal.errors import XmodalError
+
+DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "dual"
+MODEL_TYPE = "dual-encoder"
+CLASS_PROMPT = "a photo of a {}."
+
+
+class EmbeddingModel(TypingProtocol):
+    dim: int
+
+    def embed_images(self, images: list[Any]) -> np.ndarray: ...
+
+    def embed_texts(self, texts: list[str]) -> np.ndarray: ...
+
+    def score(self, images: list[Any], texts: list[str]) -> np.ndarray: ...
+
+
+def _normalize(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    n = np.linalg.norm(x, axis=1, keepdims=True)
+    return x / np.maximum(n, 1e-12)
+
+
+def _softmax(z: np.ndarray, temperature: float) -> np.ndarray:
+    z = np.asarray(z, np.float64) / temperature
+    z = z - z.max(axis=1, keepdims=True)
+    p = np.exp(z)
+    return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def class_name_embeddings(progress: bool = False) -> np.ndarray:
+    """(1000, 384) MiniLM embeddings of the ImageNet class names in a photo prompt."""
+    from xmodal.features.image_encoder import imagenet_class_names
+    from xmodal.features.text_encoder import encode_texts
+
+    names = imagenet_class_names()
+    return encode_texts([CLASS_PROMPT.format(n) for n in names], progress=progress)
+
+
+class DualEncoder:
+    """Image and sentence heads on frozen EfficientNet-Lite0 / MiniLM features, plus the bridge.
+
+    Hyperparameters (constructor) describe the heads and the bridge; ``fit`` lives in
+    :func:`xmodal.models.dual_train.fit_dual` (it needs torch and the training data). Learned
+    state: ``heads_`` (a :class:`~xmodal.models.dual_heads.DualHeads` or None for a bridge-only
+    model) and ``class_text_`` (the class-name embeddings used by the bridge).
+    """
+
+    def __init__(
+        self,
+        dim: int = 256,
+        hidden: int = 1024,
+        dropout: float = 0.2,
+        bridge_weight: float = 0.3,
+        bridge_temperature: float = 1.0,
+        image_input: str = "pooled",
+    ) -> None:
+        self.dim_head = dim
+        self.hidden = hidden
+        self.dropout = dropout
+        self.bridge_weight = bridge_weight
+        self.bridge_temperature = bridge_temperature
+        self.image_input = image_input
+        self.heads_ = None
+        self.class_text_: np.ndarray | None = None
+        self.meta_: dict[str, Any] = {}
+
+    # ----- shape -----------------------------------------------------------------------------
+    @property
+    def has_heads(self) -> bool:
+        return self.heads_ is not None
+
+    @property
+    def dim(self) -> int:
+        from xmodal.features.text_encoder import TEXT_DIM
+
+        d = 0
+        if self.has_heads:
+            d += self.dim_head
+        if self.bridge_weight > 0 or not self.has_heads:
+            d += TEXT_DIM
+        return d
+
+    def _weights(self) -> tuple[float, float]:
+        if not self.has_heads:
+            return 0.0, 1.0
+        w = float(self.bridge_weight)
+        return 1.0 - w, w
+
+    def _class_text(self) -> np.ndarray:
+        if self.class_text_ is None:
+            self.class_text_ = class_name_embeddings()
+        return self.class_text_
+
+    # ----- from features ---------------------------------------------------------------------
+    def bridge_image(self, logits: np.ndarray) -> np.ndarray:
+        """(n, 384) unit vectors: ImageNet class probabilities times class-name embeddings."""
+        p = _softmax(logits, self.bridge_temperature)
+        return _normalize(p @ self._class_text().astype(np.float32))
+
+    def embed_image_features(
+        self, pooled: np.ndarray, logits: np.ndarray, maps: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Embeddings from cached EfficientNet-Lite0 features (see ``xmodal.features``)."""
+        a, b = self._weights()
+        parts = []
+        if self.has_heads:
+            parts.append(np.sqrt(a) * self.heads_.embed_images(pooled, maps))
+        if b > 0:
+            parts.append(np.sqrt(b) * self.bridge_image(logits))
+        return _normalize(np.concatenate(parts, axis=1))
+
+    def embed_text_features(self, text_emb: np.ndarray) -> np.ndarray:
+        """Embeddings from MiniLM sentence embeddings (see ``xmodal.features.text_encoder``)."""
+        a, b = self._weights()
+        parts = []
+        if self.has_heads:
+            parts.append(np.sqrt(a) * self.heads_.embed_texts(text_emb))
+        if b > 0:
+            parts.append(np.sqrt(b) * _normalize(text_emb))
+        return _normalize(np.concatenate(parts, axis=1))
+
+    # ----- from raw inputs -------------------------------------------------------------------
+    def embed_images(
+        self, images: list[Any], *, progress: bool = True, on_error: str = "raise"
+    ) -> np.ndarray:
+        """(n, dim) float32 unit rows for image paths or PIL images.
+
+        ``on_error="mask"`` gives zero rows for unreadable images instead of raising.
+        """
+        from xmodal.features.image_encoder import extract_image_features
+
+        images = list(images)
+        if not images:
+            return np.zeros((0, self.dim), np.float32)
+        needs_maps = self.has_heads and self.heads_.uses_maps
+        f = extract_image_features(images, maps=needs_maps, progress=progress, on_error=on_error)
+        emb = self.embed_image_features(f.pooled, f.logits, f.maps)
+        emb[~f.ok] = 0.0
+        return emb
+
+    def embed_texts(self, texts: list[str], *, progress: bool = True) -> np.ndarray:
+        """(m, dim) float32 unit rows for sentences."""
+        from xmodal.features.text_encoder import encode_texts
+
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        if any(not isinstance(t, str) for t in texts):
+            raise XmodalError("embed_texts expects a list of strings")
+        return self.embed_text_features(encode_texts(texts, progress=progress))
+
+    def score(self, images: list[Any], texts: list[str], *, progress: bool = True) -> np.ndarray:
+        """S[n_images, n_texts] cosine similarities (higher = better match)."""
+        return self.embed_images(images, progress=progress) @ self.embed_texts(
+            texts, progress=progress
+        ).T
+
+    # ----- persistence -----------------------------------------------------------------------
+    def get_params(self) -> dict[str, Any]:
+        return {
+            "dim": self.dim_head,
+            "hidden": self.hidden,
+            "dropout": self.dropout,
+            "bridge_weight": self.bridge_weight,
+            "bridge_temperature": self.bridge_temperature,
+            "image_input": self.image_input,
+        }
+
+    def save(self, path: str | os.PathLike) -> Path:
+        """Write ``config.json`` + ``weights.npz`` (float16, no pickle) to directory ``path``."""
+        out = Path(path)
+        out.mkdir(parents=True, exist_ok=True)
+        arrays: dict[str, np.ndarray] = {"class_text": self._class_text().astype(np.float16)}
+        if self.has_heads:
+            for k, v in self.heads_.state_arrays().items():
+                arrays[f"heads.{k}"] = v.astype(np.float16)
+        np.savez_compressed(out / "weights.npz", **arrays)
+        config = {
+            "type": MODEL_TYPE,
+            "version": 1,
+            "params": self.get_params(),
+            "has_heads": self.has_heads,
+            "heads": self.heads_.config() if self.has_heads else None,
+            "meta": self.meta_,
+        }
+        (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
+        return out
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> DualEncoder:
+        folder = Path(path)
+        cfg_file = folder / "config.json"
+        if not cfg_file.is_file():
+            raise XmodalError(f"{folder} is not a saved dual encoder (no config.json)")
+        cfg = json.loads(cfg_file.read_text())
+        if cfg.get("type") != MODEL_TYPE:
+            raise XmodalError(f"{cfg_file}: type {cfg.get('type')!r} is not {MODEL_TYPE!r}")
+        model = cls(**cfg["params"])
+        with np.load(folder / "weights.npz", allow_pickle=False) as z:
+            arrays = {k: z[k].astype(np.float32) for k in z.files}
+        model.class_text_ = arrays["class_text"]
+        if cfg.get("has_heads"):
+            from xmodal.models.dual_heads import DualHeads
+
+            heads_arrays = {k[6:]: v for k, v in arrays.items() if k.startswith("heads.")}
+            model.heads_ = DualHeads.from_arrays(cfg["heads"], heads_arrays)
+        model.meta_ = cfg.get("meta", {})
+        return model
+
+
+# ----- resolving a model spec ------------------------------------------------------------------
+_DEFAULT: DualEncoder | None = None
+
+
+def default_model() -> DualEncoder:
+    """The model shipped in ``xmodal/assets/dual`` (bridge-only if the asset is missing)."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        if (DEFAULT_MODEL_DIR / "config.json").is_file():
+            _DEFAULT = DualEncoder.load(DEFAULT_MODEL_DIR)
+        else:
+            _DEFAULT = DualEncoder()
+    return _DEFAULT
+
+
+def load_embedding_model(spec: str | os.PathLike | None = None) -> EmbeddingModel:
+    """A joint-space model from a spec.
+
+    - ``None``, ``"dual"`` or ``"default"``: the shipped default dual encoder;
+    - ``"efficientnet-minilm-zeroshot"``: the training-free bridge alone;
+    - a directory written by ``DualEncoder.save`` (``config.json`` with type dual-encoder);
+    - ``"openclip:ARCH:CHECKPOINT_PATH"``: an open_clip model (``pip install open-clip-torch``).
+    """
+    if spec is None or str(spec) in ("dual", "default"):
+        return default_model()
+    spec = str(spec)
+    if spec == "efficientnet-minilm-zeroshot":
+        return DualEncoder(bridge_weight=1.0)
+    if spec.startswith("openclip:"):
+        from xmodal.models.openclip_backend import load_openclip_spec
+
+        return load_openclip_spec(spec)
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return DualEncoder.load(path)
+    raise XmodalError(
+        f"unknown embedding model {spec!r}: use a saved model directory, 'dual', "
+        "'efficientnet-minilm-zeroshot' or 'openclip:ARCH:CHECKPOINT_PATH'"
+    )
+
+
+# ----- evaluation registry (see xmodal.models.registry) ----------------------------------------
+def _protocol_scorer(model: EmbeddingModel):
+    def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
+        ds = protocol.dataset
+        if ds is None or not hasattr(ds, "image_path"):
+            raise XmodalError(
+                f"protocol {protocol.name!r} has no image files; embedding models need images"
+            )
+        paths = [ds.image_path(i) for i in direction.image_ids]
+        return model.score(paths, list(direction.texts))
+
+    return scorer
+
+
+def _factory(spec: str | None):
+    def factory(protocol_name: str):
+        return _protocol_scorer(load_embedding_model(spec))
+
+    return factory
+
+
+class _EvalModels(Mapping):
+    """Static names plus any ``openclip:ARCH:PATH`` spec (checked by ``in``, not listed)."""
+
+    def __init__(self) -> None:
+        self._static = {
+            "dual": _factory(None),
+            "efficientnet-minilm-zeroshot": _factory("efficientnet-minilm-zeroshot"),
+        }
+
+    def __getitem__(self, key: str):
+        if key in self._static:
+            return self._static[key]
+        if isinstance(key, str) and key.startswith("openclip:"):
+            return _factory(key)
+        raise KeyError(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._static or (isinstance(key, str) and key.startswith("openclip:"))
+
+    def __iter__(self):
+        return iter(self._static)
+
+    def __len__(self) -> int:
+        return len(self._static)
+
+
+EVAL_MODELS = _EvalModels()
+
+
+def _load_saved(path, protocol_name: str):
+    return _protocol_scorer(DualEncoder.load(path))
+
+
+SAVED_MODEL_TYPES = {MODEL_TYPE: _load_saved}
