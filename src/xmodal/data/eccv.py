@@ -7,6 +7,7 @@ Only ids ship with the package (no images, no caption texts): 5,000 COCO test im
 from __future__ import annotations
 
 import json
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,9 @@ class CocoPositives:
 
 def _package_dir() -> Path:
     try:
-        import eccv_caption
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the package warns when ujson is missing
+            import eccv_caption
     except ImportError as exc:
         raise XmodalError("the eccv-caption package is not installed (pip install eccv-caption)") from exc
     return Path(eccv_caption.__file__).parent / "data"

@@ -23,7 +23,7 @@ from scipy import sparse
 from xmodal.errors import XmodalError
 
 DEFAULT_KS = (1, 5, 10)
-_CHUNK_ELEMENTS = 1 << 24  # scores handled per chunk (~64 MB of float32)
+_CHUNK_ELEMENTS = 1 << 18  # scores per chunk: small enough to stay in cache across passes
 
 
 @dataclass
@@ -76,79 +76,54 @@ def relevant_ranks(scores: np.ndarray, relevant) -> RelevantRanks:
     """Ranks of the relevant items for every query (rows of ``scores``), under the tie rule above.
 
     The rank of relevant item j is ``#(scores >= s_j) - #(relevant items tied with j and after it
-    in gallery order)``, so one counting pass per query suffices.
+    in gallery order)``: one counting comparison per relevant item over its query's row. Queries
+    without relevant items are skipped; queries are grouped by their number of relevant items and
+    handled in chunks, so memory stays bounded for large galleries.
     """
-    scores = np.asarray(scores)
-    if scores.ndim != 2:
-        raise XmodalError(f"scores must be a 2-D matrix (queries x gallery), got {scores.shape}")
+    if not hasattr(scores, "ndim") or scores.ndim != 2:
+        raise XmodalError(f"scores must be a 2-D matrix (queries x gallery), got {np.shape(scores)}")
     if not np.issubdtype(scores.dtype, np.floating):
         scores = scores.astype(np.float64)
     n_q, n_g = scores.shape
     rel = as_relevance(relevant, n_q, n_g)
     indptr, indices = rel.indptr, rel.indices
-    out = np.empty(len(indices), dtype=np.int64)
     counts = np.diff(indptr)
+    out = np.empty(len(indices), dtype=np.int64)
+    queries = np.flatnonzero(counts)
+    queries = queries[np.argsort(counts[queries], kind="stable")]
     step = max(1, _CHUNK_ELEMENTS // max(n_g, 1))
-    for a in range(0, n_q, step):
-        b = min(n_q, a + step)
-        block = scores[a:b]
+    for a in range(0, len(queries), step):
+        rows = queries[a : a + step]
+        block = np.ascontiguousarray(scores[rows])
         if np.isnan(block).any():
             raise XmodalError("scores contain NaN; a model must give every pair a number")
-        _ranks_block(block, indptr[a : b + 1] - indptr[a], indices[indptr[a] : indptr[b]],
-                     counts[a:b], out[indptr[a] : indptr[b]])
-    # sort each query's ranks ascending
+        c = counts[rows]
+        # positions of these rows' relevant items in the CSR arrays
+        starts = indptr[rows]
+        flat = np.repeat(starts - np.r_[0, np.cumsum(c)[:-1]], c) + np.arange(c.sum())
+        out[flat] = _ranks_block(block, indices[flat], c)
     row = np.repeat(np.arange(n_q), counts)
     order = np.lexsort((out, row))
     return RelevantRanks(indptr.astype(np.int64), out[order], n_g)
 
 
-def _ranks_block(block, ptr, idx, counts, out) -> None:
-    """Fill ``out`` with the ranks of a block of queries (relevant items in CSR order)."""
-    n_rows, n_g = block.shape
-    if len(idx) == 0:
-        return
+def _ranks_block(block: np.ndarray, idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Ranks of the relevant items ``idx`` (grouped by row, ``counts`` per row) of a block."""
+    n_rows = block.shape[0]
     m_max = int(counts.max())
     row_of = np.repeat(np.arange(n_rows), counts)
-    pos_in_row = np.arange(len(idx)) - ptr[row_of]
+    pos_in_row = np.arange(len(idx)) - np.repeat(np.r_[0, np.cumsum(counts)[:-1]], counts)
     rel_scores = block[row_of, idx]
     pad = np.full((n_rows, m_max), np.inf, dtype=block.dtype)
     pad[row_of, pos_in_row] = rel_scores
-    if m_max <= 4:
-        # few relevant items per query: direct counting passes are fastest
-        ge = np.empty((n_rows, m_max), dtype=np.int64)
-        for j in range(m_max):
-            ge[:, j] = np.count_nonzero(block >= pad[:, j : j + 1], axis=1)
-    else:
-        ge = _count_ge_sorted(block, pad)
-    n_ge = ge[row_of, pos_in_row]
-    # relevant items tied with j and after it in gallery order (indices are sorted within rows)
-    later_ties = _later_equal(rel_scores, row_of, pos_in_row, counts, ptr)
-    out[:] = n_ge - later_ties
+    ge = np.empty((n_rows, m_max), dtype=np.int64)
+    for j in range(m_max):
+        ge[:, j] = np.count_nonzero(block >= pad[:, j : j + 1], axis=1)
+    later_ties = _later_equal(rel_scores, row_of, pos_in_row)
+    return ge[row_of, pos_in_row] - later_ties
 
 
-def _count_ge_sorted(block: np.ndarray, pad: np.ndarray) -> np.ndarray:
-    """For each row r and column j: #(block[r] >= pad[r, j]), via one batched sorted search."""
-    import torch
-
-    n_rows, m_max = pad.shape
-    order = np.argsort(pad, axis=1, kind="stable")
-    sorted_pad = np.take_along_axis(pad, order, axis=1)
-    t_block = torch.from_numpy(np.ascontiguousarray(block))
-    t_sorted = torch.from_numpy(np.ascontiguousarray(sorted_pad))
-    # k = #(pad <= s) per item: s >= sorted_pad[j] exactly when j < k
-    k = torch.searchsorted(t_sorted, t_block, right=True)
-    flat = k + torch.arange(n_rows).unsqueeze(1) * (m_max + 1)
-    hist = torch.bincount(flat.reshape(-1), minlength=n_rows * (m_max + 1))
-    hist = hist.reshape(n_rows, m_max + 1).numpy()
-    # #(s >= sorted_pad[j]) = #(items with k >= j + 1)
-    suffix = np.cumsum(hist[:, ::-1], axis=1)[:, ::-1]
-    ge_sorted = suffix[:, 1:]
-    ge = np.empty_like(ge_sorted)
-    np.put_along_axis(ge, order, ge_sorted, axis=1)
-    return ge
-
-
-def _later_equal(rel_scores, row_of, pos_in_row, counts, ptr) -> np.ndarray:
+def _later_equal(rel_scores, row_of, pos_in_row) -> np.ndarray:
     """For each relevant item: how many relevant items of its query share its score and come later."""
     result = np.zeros(len(rel_scores), dtype=np.int64)
     # only queries with a duplicated relevant score need work
