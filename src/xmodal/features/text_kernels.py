@@ -404,6 +404,7 @@ class TrigramKernel(TextKernel):
         similarity: Any = None,
         max_captions: int | None = None,
         normalize: bool = True,
+        max_neighbors: int | None = 10,
         chunk_nnz: int = 4_000_000,
     ):
         if idf not in (None, "idf", "sqrt"):
@@ -416,6 +417,7 @@ class TrigramKernel(TextKernel):
         self.similarity = similarity
         self.max_captions = max_captions
         self.normalize = normalize
+        self.max_neighbors = max_neighbors
         self.chunk_nnz = chunk_nnz
 
     def fit(self, train_docs: Sequence[Doc]) -> TrigramKernel:
@@ -425,7 +427,7 @@ class TrigramKernel(TextKernel):
         if isinstance(sim, str):
             from xmodal.features.lexical_similarity import build_similarity
 
-            sim = build_similarity(sim, train_docs)
+            sim = build_similarity(sim, train_docs, max_neighbors=self.max_neighbors)
         self.similarity_ = sim
         return self
 
