@@ -1,5 +1,5 @@
 """Fill the disk cache with EfficientNet-Lite0 (pooled, logits, maps; plain and mirrored) and
-MiniLM features of all of Flickr8K. Usage: ``nice -n 5 python scripts/extract_flickr8k_features.py``.
+MiniLM features of all of Flickr8K. Usage: ``nice -n 5 python scripts/train_dual_features.py``.
 """
 
 import argparse

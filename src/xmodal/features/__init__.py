@@ -1,7 +1,7 @@
 """Pretrained encoders with disk caches: EfficientNet-Lite0 for images, MiniLM for sentences.
 
 Cached features of the whole Flickr8K dataset (computed once, by any caller or by
-``python scripts/train_dual.py --extract-only``; afterwards loading takes seconds)::
+``nice -n 5 python scripts/train_dual_features.py``; afterwards loading takes seconds)::
 
     from xmodal.features import flickr8k_image_features, flickr8k_text_features
     image_ids, f = flickr8k_image_features()          # 8,091 sorted image file names
