@@ -135,3 +135,12 @@ def test_annotation_ties_pessimistic():
     truth = np.array([[0, 1, 0]], bool)
     out = annotation_metrics(np.zeros((1, 3)), truth, n=1, best=None)
     assert out["mean_R"] == 0  # tied words: the true one goes last
+
+
+def test_annotation_word_mask_restricts_vocabulary():
+    truth = np.array([[1, 1], [0, 1]], bool)
+    scores = np.array([[1.0, 0.0], [0.0, 1.0]])
+    full = annotation_metrics(scores, truth, n=1, best=None)
+    masked = annotation_metrics(scores, truth, n=1, best=None, word_mask=np.array([False, True]))
+    assert full["n_words"] == 2 and masked["n_words"] == 1
+    assert masked["mean_R"] == pytest.approx(0.5)  # word 1: true on 2 images, predicted on 1

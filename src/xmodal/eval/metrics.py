@@ -239,9 +239,12 @@ def annotation_metrics(
     best: int | None = 49,
     predicted: np.ndarray | None = None,
     vocabulary: Sequence[str] | None = None,
+    word_mask: np.ndarray | None = None,
 ) -> dict:
     """Per-word annotation metrics of Lavrenko et al. 2003 for top-``n`` annotation.
 
+    ``word_mask`` (bool over words) restricts the evaluated vocabulary, e.g. to words that also
+    occur in training (Corel5K: 263 test words, 260 of them seen in training, the paper's 260).
     Each image is annotated with its ``n`` highest-scoring words (``word_scores``: images x
     words), or with the given boolean ``predicted`` matrix. For each word w of the test
     vocabulary (words annotated on at least one test image): recall = correct / images truly
@@ -263,7 +266,10 @@ def annotation_metrics(
     n_true = truth.sum(0)
     n_pred = predicted.sum(0)
     correct = (truth & predicted).sum(0)
-    vocab = np.flatnonzero(n_true > 0)
+    keep = n_true > 0
+    if word_mask is not None:
+        keep &= np.asarray(word_mask, dtype=bool)
+    vocab = np.flatnonzero(keep)
     recall = correct[vocab] / n_true[vocab]
     precision = np.divide(correct[vocab], n_pred[vocab], out=np.zeros(len(vocab)),
                           where=n_pred[vocab] > 0)

@@ -1,0 +1,90 @@
+"""Protocols (sizes, relevance rules) and the ``xmodal eval`` command end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from xmodal.errors import XmodalError
+from xmodal.eval.protocols import get_protocol, list_protocols
+from xmodal.eval.runner import run_eval
+from xmodal.models.random_model import EVAL_MODELS
+
+
+def test_all_protocols_registered():
+    assert set(list_protocols()) >= {
+        "flickr8k-hodosh", "flickr8k-hodosh-crowd", "flickr8k-hodosh-expert", "flickr8k-5cap",
+        "wikipedia", "corel5k", "eccv", "cxc", "coco5k",
+    }
+    with pytest.raises(XmodalError, match="unknown protocol"):
+        get_protocol("nope")
+
+
+def test_flickr_protocols(flickr8k_root):
+    p = get_protocol("flickr8k-hodosh", flickr8k_root.parent)
+    d = p.directions["i2t"]
+    assert len(d.image_ids) == len(d.text_ids) == 1000
+    assert d.relevance.nnz == 1000 and all(t.endswith("#2") for t in d.text_ids)
+    assert (d.relevance.diagonal()).all()
+    crowd = get_protocol("flickr8k-hodosh-crowd", flickr8k_root.parent)
+    assert crowd.directions["t2i"].relevance.nnz == 1000 + 2031
+    five = get_protocol("flickr8k-5cap", flickr8k_root.parent)
+    assert five.directions["t2i"].relevance.shape == (1000, 5000)
+    assert (np.asarray(five.directions["t2i"].relevance.sum(0)) == 1).all()
+
+
+def test_wikipedia_random_map_near_chance(wikipedia_root):
+    p = get_protocol("wikipedia", wikipedia_root.parent)
+    report = run_eval(p, EVAL_MODELS["random"]("wikipedia"), model="random", seed=0)
+    for direction in ("i2t", "t2i"):
+        assert abs(report["directions"][direction]["MAP"] - 0.118) < 0.01
+        assert report["n_queries"][direction] == 693
+
+
+def test_corel_queries(corel5k_root):
+    p = get_protocol("corel5k", corel5k_root.parent)
+    i2t, t2i = p.directions["i2t"], p.directions["t2i"]
+    assert i2t.relevance.shape == (500, 374)
+    lengths = np.bincount(p.extra["query_lengths"])
+    assert lengths[1] == 179  # one-word queries occurring on at least two test images
+    assert (np.asarray(t2i.relevance.sum(0)) >= 2).all()
+
+
+def test_cli_eval_json(wikipedia_root):
+    out = subprocess.run(
+        [sys.executable, "-m", "xmodal", "eval", "--protocol", "wikipedia", "--model", "random",
+         "--data", str(wikipedia_root.parent), "--json"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert set(report) >= {"protocol", "model", "directions", "n_queries", "seed", "elapsed_s"}
+    assert abs(report["directions"]["t2i"]["MAP"] - 0.118) < 0.01
+
+
+def test_cli_eval_unknown_model_is_clean_error(wikipedia_root):
+    out = subprocess.run(
+        [sys.executable, "-m", "xmodal", "eval", "-p", "wikipedia", "-m", "no-such-model",
+         "--data", str(wikipedia_root.parent)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 2
+    assert "unknown model" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_cli_eval_precomputed_scores(tmp_path, wikipedia_root):
+    p = get_protocol("wikipedia", wikipedia_root.parent)
+    y = p.dataset.labels_test
+    perfect = (y[:, None] == y[None, :]).astype(np.float32)
+    np.save(tmp_path / "s.npy", perfect)
+    out = subprocess.run(
+        [sys.executable, "-m", "xmodal", "eval", "-p", "wikipedia", "--scores",
+         str(tmp_path / "s.npy"), "--data", str(wikipedia_root.parent), "--json"],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["directions"]["i2t"]["MAP"] == pytest.approx(1.0)
