@@ -40,7 +40,7 @@ from pathlib import Path
 from xmodal.errors import XmodalError
 from xmodal.paths import cache_dir
 
-PIPELINE_VERSION = "v1"
+PIPELINE_VERSION = "v2"
 
 # Compound variants -> canonical form (applied to the lowercased raw text, word-bounded).
 COMPOUNDS: dict[str, str] = {
@@ -84,6 +84,16 @@ KEEP_WORDS = frozenset(
     """one two three four five six seven eight nine ten eleven twelve fifteen twenty hundred
     front back top bottom side alone together empty full several many few""".split()
 )
+
+# Surface forms spaCy's rule lemmatizer gets wrong in captions ("riding" -> "rid").
+LEMMA_FIXES: dict[str, str] = {
+    "rides": "ride",
+    "riding": "ride",
+    "ridden": "ride",
+    "wades": "wade",
+    "wading": "wade",
+    "waded": "wade",
+}
 
 _COMPOUND_RE = re.compile(
     r"\b(" + "|".join(re.escape(k) for k in sorted(COMPOUNDS, key=len, reverse=True)) + r")(s?)\b"
@@ -171,7 +181,8 @@ def _process(texts: Sequence[str], protect_min_count: int, context: Sequence[str
     """Preprocess ``texts``; words seen >= ``protect_min_count`` times in ``context`` are kept."""
     nlp = load_spacy()
     raw = _raw_tokens(nlp, texts)
-    ctx = raw if context is None else _raw_tokens(nlp, context)
+    same = context is None or (len(context) == len(texts) and list(context) == list(texts))
+    ctx = raw if same else _raw_tokens(nlp, context)
     counts = Counter(w for toks in ctx for w, _ in toks)
     fixes: dict[str, str] = {}
     for w in {w for toks in raw for w, _ in toks}:
@@ -208,7 +219,7 @@ def _doc_tokens(doc, stops) -> list[tuple[str, str]]:
             lemma = "-".join(p.text.lower() for p in parts[:-1]) + "-" + last.lemma_.lower()
             pos = last.pos_
         else:
-            lemma, pos = last.lemma_.lower(), last.pos_
+            lemma, pos = LEMMA_FIXES.get(last.lower_, last.lemma_.lower()), last.pos_
         if pos in ("PUNCT", "SPACE", "SYM", "X") or not any(ch.isalnum() for ch in lemma):
             continue
         if (lemma in stops or last.text.lower() in stops) and lemma not in KEEP_WORDS:
@@ -234,8 +245,7 @@ def preprocess_tagged(
     missing = [i for i, k in enumerate(keys) if k not in found]
     if missing:
         todo = list(dict.fromkeys(texts[i] for i in missing))
-        ctx = texts if len(todo) < len(set(texts)) else None
-        new = dict(zip(todo, _process(todo, protect_min_count, context=ctx)))
+        new = dict(zip(todo, _process(todo, protect_min_count, context=texts)))
         store.put_many([(_key(t), json.dumps(v)) for t, v in new.items()])
         for t, v in new.items():
             found[_key(t)] = json.dumps(v)

@@ -1,0 +1,55 @@
+"""Caption preprocessing: compounds, spelling, stop words, lemmas, POS, disk cache."""
+
+from __future__ import annotations
+
+import pytest
+
+from xmodal.features import captions
+from xmodal.features.captions import normalize_compounds, preprocess, preprocess_tagged
+
+
+@pytest.fixture(autouse=True)
+def _tmp_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XMODAL_CACHE", str(tmp_path))
+
+
+def test_compound_variants_are_one_form():
+    for text in ["a t shirt", "a tee-shirt", "a tshirt", "a T-Shirt", "a tee shirt"]:
+        assert normalize_compounds(text) == "a t-shirt"
+    assert normalize_compounds("two tee shirts") == "two t-shirts"
+    assert normalize_compounds("a skate board") == "a skateboard"
+    assert normalize_compounds("shirts and shorts") == "shirts and shorts"
+
+
+def test_preprocess_lemmas_stopwords_compounds_and_spelling():
+    out = preprocess(
+        [
+            "A dog in a red tee shirt runs on the beach .",
+            "Two men in pink t-shirts are climbing into a wooden playhouse .",
+            "A bicylce rider jumps over the ramp",
+        ]
+    )
+    assert out[0] == ["dog", "red", "t-shirt", "run", "beach"]
+    assert out[1] == ["two", "man", "pink", "t-shirt", "climb", "wooden", "playhouse"]
+    assert out[2] == ["bicycle", "rider", "jump", "ramp"]  # "bicylce" corrected
+
+
+def test_tags_and_domain_words_protected_from_correction():
+    texts = ["A boy rides a wakeboard ."] * 3 + ["A girl is swimming ."]
+    tagged = preprocess_tagged(texts)
+    assert tagged[0] == [("boy", "NOUN"), ("ride", "VERB"), ("wakeboard", "NOUN")]
+    # "wakeboard" occurs 3 times: kept, not "corrected" to "washboard"; "rides" -> "ride" (not "rid")
+    assert tagged[3] == [("girl", "NOUN"), ("swim", "VERB")]
+    alone = preprocess(["A boy rides a wakeboard ."], use_cache=False)
+    assert alone[0][-1] != "wakeboard"  # a single occurrence is treated as a typo
+
+
+def test_results_come_from_the_disk_cache(monkeypatch):
+    first = preprocess(["The black dog is running through the grass ."])
+
+    def boom(*a, **k):
+        raise AssertionError("should have been cached")
+
+    monkeypatch.setattr(captions, "_process", boom)
+    assert preprocess(["The black dog is running through the grass ."]) == first
+    assert first == [["black", "dog", "run", "grass"]]
