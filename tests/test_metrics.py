@@ -9,7 +9,7 @@ import pytest
 from scipy import sparse
 
 from xmodal.errors import XmodalError
-from xmodal.eval.metrics import annotation_metrics, relevant_ranks, retrieval_metrics
+from xmodal.eval.metrics import annotation_metrics, curves, relevant_ranks, retrieval_metrics
 
 
 def brute_force(scores, relevant, ks=(1, 5, 10)):
@@ -144,3 +144,17 @@ def test_annotation_word_mask_restricts_vocabulary():
     masked = annotation_metrics(scores, truth, n=1, best=None, word_mask=np.array([False, True]))
     assert full["n_words"] == 2 and masked["n_words"] == 1
     assert masked["mean_R"] == pytest.approx(0.5)  # word 1: true on 2 images, predicted on 1
+
+
+def test_curves_hand_computed():
+    # relevant at ranks 2 and 4 of 5: precision 1/2 at recall 0.5, 2/4 at recall 1
+    scores = np.array([[0.9, 0.8, 0.7, 0.6, 0.5]])
+    c = curves(scores, [[1, 3]], ks=(1, 2, 5))
+    assert c["recall_at_k"] == {"1": 0.0, "2": 1.0, "5": 1.0}
+    assert c["pr"]["precision"] == pytest.approx([0.5] * 11)
+    # a perfect ranking has precision 1 at every recall level
+    perfect = curves(np.array([[0.1, 0.9, 0.2, 0.8]]), [[1, 3]])
+    assert perfect["pr"]["precision"] == pytest.approx([1.0] * 11)
+    # interpolation: ranks 1 and 4 -> precision 1 up to recall 0.5, then 2/4
+    c2 = curves(np.array([[0.9, 0.8, 0.7, 0.6]]), [[0, 3]])
+    assert c2["pr"]["precision"] == pytest.approx([1.0] * 6 + [0.5] * 5)

@@ -217,6 +217,34 @@ def retrieval_metrics(
     return summary
 
 
+CURVE_KS = (1, 2, 3, 5, 10, 20, 50, 100)
+RECALL_LEVELS = tuple(i / 10 for i in range(11))
+
+
+def curves(scores: np.ndarray, relevant, ks: Iterable[int] = CURVE_KS) -> dict:
+    """Curves for plots: ``R@K`` (hit rate) over ``ks`` and the 11-point interpolated
+    precision-recall curve averaged over queries (precision at recall level L is the best
+    precision at any recall >= L, as in TREC)."""
+    rr = relevant_ranks(scores, relevant)
+    m = rr.n_relevant
+    valid = np.flatnonzero(m > 0)
+    first = rr.ranks[rr.indptr[:-1][valid]]
+    ks = [k for k in ks if k <= rr.n_gallery] or [rr.n_gallery]
+    hit = {str(k): float(np.mean(first <= k)) if len(valid) else float("nan") for k in ks}
+    levels = np.asarray(RECALL_LEVELS)
+    total = np.zeros(len(levels))
+    for q in valid:
+        ranks = rr.of(q).astype(np.float64)
+        i = np.arange(1, len(ranks) + 1)
+        prec = i / ranks
+        interp = np.maximum.accumulate(prec[::-1])[::-1]
+        recall = i / len(ranks)
+        at = np.searchsorted(recall, levels - 1e-12)  # first point with recall >= level
+        total += np.where(at < len(ranks), interp[np.minimum(at, len(ranks) - 1)], 0.0)
+    precision = (total / max(len(valid), 1)).tolist()
+    return {"recall_at_k": hit, "pr": {"recall": list(RECALL_LEVELS), "precision": precision}}
+
+
 def top_n_with_ties(scores: np.ndarray, truth: np.ndarray, n: int) -> np.ndarray:
     """Boolean (items x words) matrix of each row's top-n words under the pessimistic tie rule."""
     scores = np.asarray(scores, dtype=np.float64)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from xmodal.errors import XmodalError
-from xmodal.eval.metrics import DEFAULT_KS, retrieval_metrics
+from xmodal.eval.metrics import DEFAULT_KS, curves, retrieval_metrics
 from xmodal.eval.protocols import Protocol
 
 Scorer = Callable[..., np.ndarray]
@@ -40,8 +40,13 @@ def evaluate(
     seed: int = 0,
     ks: Iterable[int] = DEFAULT_KS,
     per_query: bool = False,
+    with_curves: bool = True,
 ) -> dict[str, Any]:
-    """Metrics for both directions from images x texts score matrices."""
+    """Metrics for both directions from images x texts score matrices.
+
+    With ``with_curves`` the report also holds ``curves[direction]``: R@K over K and the
+    11-point interpolated precision-recall curve (what the web page plots).
+    """
     t0 = time.perf_counter()
     report: dict[str, Any] = {
         "protocol": protocol.name,
@@ -57,6 +62,8 @@ def evaluate(
         report["n_queries"][name] = summary.pop("n_queries")
         report["directions"][name] = summary
         per[name] = pq
+        if with_curves:
+            report.setdefault("curves", {})[name] = curves(s, d.query_relevance)
     report["metrics_s"] = time.perf_counter() - t0
     if per_query:
         report["per_query"] = {
