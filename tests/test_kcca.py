@@ -9,6 +9,7 @@ from xmodal.errors import XmodalError
 from xmodal.models.kcca import (
     KCCA,
     IndexedKernel,
+    LandmarkKernel,
     LinearKernel,
     PrecomputedKernel,
     incomplete_cholesky,
@@ -119,3 +120,18 @@ def test_save_load_roundtrip(tmp_path):
         KCCA.load(tmp_path / "missing")
     with pytest.raises(XmodalError):
         KCCA().fit(np.eye(3), np.eye(4))
+
+
+def test_landmark_kernel_restricts_pivots():
+    x, y, _ = _planted(100, seed=8)
+    k = np.exp(-0.1 * ((x[:, None] - x[None]) ** 2).sum(-1))
+    landmarks = np.arange(0, 100, 3)
+    src = LandmarkKernel(k[:, landmarks], landmarks, np.ones(100))
+    g, piv = incomplete_cholesky(src, 20, candidates=landmarks)
+    assert set(piv) <= set(landmarks)
+    # Nystrom identity: G G' equals K on the pivot columns
+    np.testing.assert_allclose((g @ g.T)[:, piv], k[:, piv], atol=1e-8)
+    model = KCCA(kappa=0.5, rank=20).fit(src, y @ y.T)
+    assert set(model.pivots_x_) <= set(landmarks)
+    with pytest.raises(XmodalError):
+        src.columns(np.array([1]))

@@ -8,8 +8,9 @@ Flickr8K copies we have already are 224x224 re-encodes) and described on regular
   edge filter bank*: first-derivative-of-Gaussian (steerable) filters at 8 orientations
   (0, 22.5, ..., 157.5 degrees) and 2 scales (sigma = 1 and 2 pixels), absolute responses,
   averaged over the same 4x4 blocks (16-d per block, 56x56 grid), 256 words;
-* **SIFT** – OpenCV SIFT descriptors on a dense grid (step 8 px, patch size 16 px, upright,
-  28x28 grid), 256 words.
+* **SIFT** – dense upright SIFT on a grid (step 8 px, patch 16 px = 4x4 bins of 4 px, 28x28
+  grid), 256 words: VLFeat-style ``vl_dsift`` computed with OpenCV filters (fast), or OpenCV's own
+  ``SIFT.compute`` on the same keypoints (``sift_backend="opencv"``, ~30x slower).
 
 Codebooks are learned by MiniBatchKMeans on 1,000 points from each of 200 training images (the
 paper used 200 PASCAL images, which we do not have). An image is stored as its three *word maps*
@@ -39,6 +40,7 @@ class VisualWordConfig:
     block: int = 4  # colour/texture block size in pixels
     sift_step: int = 8
     sift_size: int = 16
+    sift_backend: str = "dense"
     n_words: tuple[int, int, int] = (128, 256, 256)  # colour, texture, sift
     n_sample_images: int = 200
     points_per_image: int = 1000
@@ -100,13 +102,57 @@ def texture_descriptors(img: np.ndarray, block: int = 4) -> np.ndarray:
     return np.stack(out, axis=-1) * 10.0  # rescale so typical values are O(0.1-1)
 
 
-def sift_descriptors(img: np.ndarray, step: int = 8, size: int = 16) -> np.ndarray:
-    """Dense upright OpenCV SIFT on a regular grid: (H/step, W/step, 128)."""
+def sift_descriptors(
+    img: np.ndarray, step: int = 8, size: int = 16, backend: str = "dense"
+) -> np.ndarray:
+    """Dense upright SIFT on a regular grid: (H/step, W/step, 128).
+
+    ``backend="dense"`` (default) computes the descriptor the way VLFeat's ``vl_dsift`` does (the
+    implementation the paper cites): gradient magnitudes are split into 8 orientation channels with
+    linear interpolation, each channel is pooled over 4x4 spatial bins of ``size/4`` pixels with
+    bilinear (triangular) weights using OpenCV filters, then the 128-d vector is L2-normalised,
+    clipped at 0.2 and renormalised. ``backend="opencv"`` calls ``cv2.SIFT.compute`` on the same
+    keypoints; it gives the same kind of descriptor but builds a full scale space and costs about
+    150 ms per 224x224 image against about 5 ms, which matters for 8,000 images on shared cores.
+    """
     cv2 = _cv2()
     gray = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY)
     h, w = gray.shape
     ys = np.arange(step // 2, h, step)
     xs = np.arange(step // 2, w, step)
+    if backend == "opencv":
+        return _opencv_sift(gray, ys, xs, size)
+    if backend != "dense":
+        raise XmodalError(f"unknown SIFT backend {backend!r}; use 'dense' or 'opencv'")
+    binsize = size // 4
+    pad = 2 * binsize
+    g = cv2.copyMakeBorder(gray.astype(np.float32) / 255.0, pad, pad, pad, pad, cv2.BORDER_REFLECT)
+    g = cv2.GaussianBlur(g, (0, 0), binsize / 6.0)  # vl_dsift smoothing: sigma = binsize / 6
+    gx = cv2.Sobel(g, cv2.CV_32F, 1, 0, ksize=1) * 0.5
+    gy = cv2.Sobel(g, cv2.CV_32F, 0, 1, ksize=1) * 0.5
+    mag, ang = cv2.cartToPolar(gx, gy)  # angle in [0, 2 pi)
+    o = ang * (8.0 / (2.0 * np.pi))
+    b0 = np.floor(o).astype(np.int64) % 8
+    frac = o - np.floor(o)
+    tri = np.concatenate([np.arange(1, binsize + 1), np.arange(binsize - 1, 0, -1)])
+    tri = (tri / binsize).astype(np.float32)
+    chans = np.zeros((8,) + g.shape, np.float32)
+    for k in range(8):
+        c = mag * ((b0 == k) * (1.0 - frac) + (((b0 + 1) % 8) == k) * frac)
+        chans[k] = cv2.sepFilter2D(c.astype(np.float32), -1, tri, tri)
+    offs = (np.arange(4) - 1.5) * binsize  # bin centres relative to the keypoint
+    py = np.rint(ys[:, None] + offs[None, :] + pad - 0.5).astype(np.int64)  # (ny, 4)
+    px = np.rint(xs[:, None] + offs[None, :] + pad - 0.5).astype(np.int64)  # (nx, 4)
+    d = chans[:, py[:, None, :, None], px[None, :, None, :]]  # (8, ny, nx, 4, 4)
+    d = d.transpose(1, 2, 3, 4, 0).reshape(len(ys), len(xs), 128)
+    d /= np.maximum(np.linalg.norm(d, axis=-1, keepdims=True), 1e-12)
+    np.minimum(d, 0.2, out=d)
+    d /= np.maximum(np.linalg.norm(d, axis=-1, keepdims=True), 1e-12)
+    return (d * 512.0).astype(np.float32)
+
+
+def _opencv_sift(gray: np.ndarray, ys: np.ndarray, xs: np.ndarray, size: int) -> np.ndarray:
+    cv2 = _cv2()
     kps = [cv2.KeyPoint(float(x), float(y), float(size), 0.0) for y in ys for x in xs]
     sift = cv2.SIFT_create()
     kps2, desc = sift.compute(gray, kps)
@@ -127,7 +173,7 @@ def describe(img: np.ndarray, cfg: VisualWordConfig) -> dict[str, np.ndarray]:
     return {
         "colour": colour_descriptors(img, cfg.block),
         "texture": texture_descriptors(img, cfg.block),
-        "sift": sift_descriptors(img, cfg.sift_step, cfg.sift_size),
+        "sift": sift_descriptors(img, cfg.sift_step, cfg.sift_size, cfg.sift_backend),
     }
 
 

@@ -95,6 +95,31 @@ class LinearKernel:
         return out.toarray() if sparse.issparse(out) else np.asarray(out)
 
 
+class LandmarkKernel:
+    """A kernel known only against landmark items: ``k_landmarks[a, j] = K[a, landmarks[j]]``.
+
+    Pivots of the incomplete Cholesky must then be chosen among the landmarks (pass
+    ``candidates=source.landmarks``); this is how the image side avoids the full n x n matrix.
+    """
+
+    def __init__(self, k_landmarks: np.ndarray, landmarks: np.ndarray, diagonal: np.ndarray):
+        self.k = k_landmarks
+        self.landmarks = np.asarray(landmarks, dtype=np.int64)
+        self._diag = np.asarray(diagonal, dtype=np.float64)
+        self.n = self.k.shape[0]
+        self._col = {int(item): j for j, item in enumerate(self.landmarks)}
+
+    def diagonal(self) -> np.ndarray:
+        return self._diag
+
+    def columns(self, idx: np.ndarray) -> np.ndarray:
+        try:
+            cols = [self._col[int(i)] for i in np.asarray(idx)]
+        except KeyError as exc:
+            raise XmodalError(f"item {exc.args[0]} is not a landmark of this kernel") from None
+        return np.asarray(self.k[:, cols], dtype=np.float64)
+
+
 class _ScaledDiagonal:
     def __init__(self, source: KernelSource, factor: float):
         self.source, self.factor, self.n = source, float(factor), source.n
@@ -118,22 +143,23 @@ def as_source(k) -> KernelSource:
 
 
 def incomplete_cholesky(
-    source: KernelSource, max_rank: int, tol: float = 1e-9
+    source: KernelSource, max_rank: int, tol: float = 1e-9, candidates: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pivoted incomplete Cholesky: ``K ~ G G'`` with G (n, m), m <= max_rank; returns (G, pivots).
 
     At each step the item with the largest residual diagonal becomes a pivot (Fine & Scheinberg
     2001; Bach & Jordan 2002); it stops early when the residual trace falls below ``tol`` times the
-    initial trace.
+    initial trace. ``candidates`` restricts the pivots to those items (e.g. landmarks).
     """
     n = source.n
-    m = min(int(max_rank), n)
+    cand = np.arange(n) if candidates is None else np.asarray(candidates, dtype=np.int64)
+    m = min(int(max_rank), len(cand))
     resid = source.diagonal().astype(np.float64).copy()
     start_trace = max(resid.sum(), 1e-300)
     gt = np.zeros((m, n))  # G transposed: row k is the k-th column of G
     pivots: list[int] = []
     for k in range(m):
-        j = int(np.argmax(resid))
+        j = int(cand[np.argmax(resid[cand])])
         if resid[j] <= 1e-12 or resid.sum() <= tol * start_trace:
             break
         col = source.columns(np.array([j]))[:, 0]
@@ -201,14 +227,18 @@ class KCCA:
     # -- fitting ---------------------------------------------------------------------------
     def fit(self, kx, ky) -> KCCA:
         """Fit on two training kernels (arrays or :class:`KernelSource` objects) over the same
-        n paired items."""
+        n paired items. A :class:`LandmarkKernel` restricts its view's pivots to its landmarks."""
         sx, sy = as_source(kx), as_source(ky)
         if sx.n != sy.n:
             raise XmodalError(f"the two kernels must cover the same items ({sx.n} vs {sy.n})")
         if self.diag_factor != 1.0:
             sy = _ScaledDiagonal(sy, self.diag_factor)
-        gx, self.pivots_x_ = incomplete_cholesky(sx, self.rank, self.tol)
-        gy, self.pivots_y_ = incomplete_cholesky(sy, self.rank, self.tol)
+        gx, self.pivots_x_ = incomplete_cholesky(
+            sx, self.rank, self.tol, getattr(sx, "landmarks", None)
+        )
+        gy, self.pivots_y_ = incomplete_cholesky(
+            sy, self.rank, self.tol, getattr(getattr(sy, "source", sy), "landmarks", None)
+        )
         self.lx_ = gx[self.pivots_x_]
         self.ly_ = gy[self.pivots_y_]
         self.mean_x_ = gx.mean(0) if self.center else np.zeros(gx.shape[1])

@@ -1,0 +1,554 @@
+"""Hodosh, Young & Hockenmaier (2013) ranking systems on Flickr8K: NN5 and KCCA ensembles.
+
+A *system* pairs a text kernel (``xmodal.features.text_kernels``) with an image kernel:
+
+* ``pyramid`` – colour, texture and SIFT spatial-pyramid intersection kernels, averaged and
+  raised to the power p (``xmodal.features.image_kernels``);
+* ``histogram`` – the same with a single pyramid level;
+* ``effnet`` – cosine similarity of EfficientNet-Lite0 pooled features (clipped at 0), to the
+  power p: the "modern image features" variant.
+
+Training (§4.1.3): a low-rank KCCA (:mod:`xmodal.models.kcca`) on the 6,000 training images, the
+text side built from the five captions of each image. The image kernel is computed only against
+``n_landmarks`` seeded training images (pivots are chosen among them), the text kernel in full.
+For each task the 5 best (kappa, n) settings on the dev pool (1,000 dev images x their caption
+``#2``) by R@1, by R@5 and by R@10 (15 models) are combined by Borda count with median-rank
+tie-breaks (:func:`xmodal.eval.stats.borda`).
+
+Everything expensive is cached under ``cache_dir()/hodosh``: visual words, image-kernel blocks,
+text-kernel matrices and trained systems (saved model directories, ``config.json`` + ``.npz``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xmodal.errors import XmodalError
+from xmodal.features.image_kernels import (
+    ImageKernelCache,
+    combine_kernels,
+    cosine_kernel,
+    histogram_intersection,
+    pyramid_histograms,
+)
+from xmodal.models.kcca import KCCA, LandmarkKernel, PrecomputedKernel
+from xmodal.paths import cache_dir
+
+KAPPAS = (0.1, 0.5, 1.0, 5.0)
+N_GRID = (
+    10, 15, 20, 25, 30, 40, 50, 60, 75, 90, 100, 125, 150, 175, 200, 250, 300, 350, 400, 450,
+    500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000,
+)
+IMAGE_KERNELS = ("pyramid", "histogram", "effnet")
+TOP_PER_METRIC = 5
+SELECT_METRICS = ("R@1", "R@5", "R@10")
+
+
+def _log(msg: str) -> None:
+    print(f"[hodosh] {msg}", file=sys.stderr, flush=True)
+
+
+def _hash(*parts: Any) -> str:
+    return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def _root() -> Path:
+    p = cache_dir() / "hodosh"
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+# --------------------------------------------------------------------------------------------
+# data
+# --------------------------------------------------------------------------------------------
+@dataclass
+class HodoshData:
+    """Flickr8K as the paper uses it: 6,000 training images with 5 captions, dev/test pools."""
+
+    data: Any
+    train_ids: list[str]
+    dev_ids: list[str]
+    test_ids: list[str]
+
+    @property
+    def tokens(self) -> dict[str, list]:
+        return _tokens(self.data.root)
+
+    def train_docs(self) -> list[list[list]]:
+        tok = self.tokens
+        return [[tok[c.id] for c in self.data.captions_of(i)] for i in self.train_ids]
+
+    def pool(self, image_ids: Sequence[str], index: int = 2) -> tuple[list[str], list[list[list]]]:
+        """Caption ids ``<image>#index`` and their one-caption docs."""
+        tok = self.tokens
+        ids = [f"{i}#{index}" for i in image_ids]
+        return ids, [[tok[c]] for c in ids]
+
+    def image_path(self, image_id: str) -> Path:
+        return self.data.image_path(image_id)
+
+
+@lru_cache(maxsize=2)
+def _tokens(root: Path) -> dict[str, list]:
+    from xmodal.features.captions import flickr8k_tokens
+
+    return flickr8k_tokens(_load_flickr(str(root)), tagged=True)
+
+
+@lru_cache(maxsize=2)
+def _load_flickr(data: str | None):
+    from xmodal.data import load_flickr8k
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_flickr8k(data)
+
+
+def load_hodosh_data(data=None) -> HodoshData:
+    ds = data if hasattr(data, "captions_of") else _load_flickr(None if data is None else str(data))
+    return HodoshData(ds, list(ds.split("train")), list(ds.split("dev")), list(ds.split("test")))
+
+
+# --------------------------------------------------------------------------------------------
+# image kernels
+# --------------------------------------------------------------------------------------------
+class ImageSide:
+    """Computes (and caches) image-kernel blocks between sets of Flickr8K image ids."""
+
+    def __init__(self, hd: HodoshData, kind: str = "pyramid", power: float = 2.0):
+        if kind not in IMAGE_KERNELS:
+            raise XmodalError(f"unknown image kernel {kind!r}; choose from {IMAGE_KERNELS}")
+        self.hd, self.kind, self.power = hd, kind, float(power)
+        self.store = ImageKernelCache(_root() / "image_kernels")
+
+    # per-feature base kernels (not yet averaged / powered)
+    def _histograms(self, ids: Sequence[str], feature: str) -> np.ndarray:
+        from xmodal.features.visual_words import VisualWordCache
+
+        cache = VisualWordCache("flickr8k")
+        words = cache.words(
+            list(ids),
+            [self.hd.image_path(i) for i in ids],
+            train_paths=[self.hd.image_path(i) for i in self.hd.train_ids],
+        )[feature]
+        n_words = dict(zip(("colour", "texture", "sift"), cache.cfg.n_words))[feature]
+        levels = 1 if self.kind == "histogram" else 3
+        return pyramid_histograms(words, n_words, levels=levels)
+
+    def _effnet(self, ids: Sequence[str]) -> np.ndarray:
+        from xmodal.features import flickr8k_image_features
+
+        all_ids, feats = flickr8k_image_features(self.hd.data, progress=False)
+        pos = {k: n for n, k in enumerate(all_ids)}
+        return np.asarray(feats.pooled)[[pos[i] for i in ids]]
+
+    def block(self, rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
+        """The image kernel ``K[rows, cols]`` (float32)."""
+        rows, cols = list(rows), list(cols)
+        if self.kind == "effnet":
+            base = self.store.get(
+                "effnet-cos", rows, cols,
+                lambda: cosine_kernel(self._effnet(rows), self._effnet(cols)),
+            )
+            return np.asarray(base, dtype=np.float32) ** self.power
+        parts = []
+        for feature in ("colour", "texture", "sift"):
+            name = f"{self.kind}-{feature}"
+
+            def compute(feature=feature):
+                t0 = time.time()
+                a = self._histograms(rows, feature)
+                b = a if rows == cols else self._histograms(cols, feature)
+                k = histogram_intersection(a, b)
+                _log(f"{name}: {len(rows)}x{len(cols)} in {time.time() - t0:.0f}s")
+                return k
+
+            parts.append(np.asarray(self.store.get(name, rows, cols, compute)))
+        return combine_kernels(parts, self.power)
+
+
+def landmarks(train_ids: Sequence[str], n: int, seed: int = 0) -> list[str]:
+    """A seeded random subset of training images (in training order)."""
+    rng = np.random.default_rng(seed)
+    pick = np.sort(rng.choice(len(train_ids), size=min(n, len(train_ids)), replace=False))
+    return [train_ids[i] for i in pick]
+
+
+# --------------------------------------------------------------------------------------------
+# text kernels
+# --------------------------------------------------------------------------------------------
+class TextSide:
+    """A fitted text kernel plus cached matrices for the training and pool documents."""
+
+    def __init__(self, hd: HodoshData, name: str):
+        from xmodal.features.text_kernels import make_text_kernel
+
+        self.hd, self.name = hd, name
+        self.train_docs = hd.train_docs()
+        self.kernel = make_text_kernel(name)
+        self._fitted = False
+
+    def _fit(self) -> None:
+        if not self._fitted:
+            t0 = time.time()
+            self.kernel.fit(self.train_docs)
+            self._fitted = True
+            _log(f"text kernel {self.name}: fitted in {time.time() - t0:.0f}s")
+
+    def _cached(self, tag: str, compute) -> np.ndarray:
+        path = _root() / "text_kernels" / f"{self.name}-{tag}.npy"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_file():
+            return np.load(path, mmap_mode="r")
+        self._fit()
+        t0 = time.time()
+        k = np.asarray(compute(), dtype=np.float32)
+        _log(f"text kernel {self.name}: {tag} {k.shape} in {time.time() - t0:.0f}s")
+        tmp = path.with_suffix(".tmp.npy")
+        np.save(tmp, k)
+        tmp.replace(path)
+        return k
+
+    def train(self) -> np.ndarray:
+        return self._cached(f"train-{_hash(self.hd.train_ids)}", lambda: self.kernel.gram(self.train_docs))
+
+    def against(self, docs: Sequence, tag: str, columns: Sequence[int] | None = None):
+        """``K[docs, training items]`` (all items, or only ``columns``), cached under ``tag``."""
+        cols = list(range(len(self.train_docs))) if columns is None else list(columns)
+        key = f"{tag}-{_hash(self.hd.train_ids, cols)}"
+        return self._cached(key, lambda: self.kernel.kernel(docs, [self.train_docs[c] for c in cols]))
+
+
+# --------------------------------------------------------------------------------------------
+# evaluation helpers
+# --------------------------------------------------------------------------------------------
+def pool_metrics(scores: np.ndarray, relevance=None) -> dict[str, dict[str, float]]:
+    """R@K/medR of both tasks for a square pool where only the diagonal is relevant."""
+    from xmodal.eval.metrics import retrieval_metrics
+
+    n_i, n_t = scores.shape
+    rel = relevance if relevance is not None else np.eye(n_i, n_t, dtype=bool)
+    rel_t = rel.T if not hasattr(rel, "tocsr") else rel.T.tocsr()
+    return {
+        "i2t": retrieval_metrics(scores, rel),
+        "t2i": retrieval_metrics(np.ascontiguousarray(scores.T), rel_t),
+    }
+
+
+def _cosine_scores(zx: np.ndarray, zy: np.ndarray, n: int) -> np.ndarray:
+    a = zx[:, :n]
+    b = zy[:, :n]
+    a = a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12)
+    b = b / np.maximum(np.linalg.norm(b, axis=1, keepdims=True), 1e-12)
+    return a @ b.T
+
+
+def select_settings(rows: list[dict], task: str) -> list[dict]:
+    """The 5 best settings by each of R@1, R@5, R@10 on ``task`` (15, repeats kept).
+
+    Ties on a metric are broken by the lower median rank, then by the other two metrics.
+    """
+    chosen = []
+    for metric in SELECT_METRICS:
+        ranked = sorted(
+            rows,
+            key=lambda r: (
+                -r[task][metric],
+                r[task]["medR"],
+                -sum(r[task][m] for m in SELECT_METRICS),
+            ),
+        )
+        chosen.extend({"kappa": r["kappa"], "n": r["n"], "by": metric} for r in ranked[:TOP_PER_METRIC])
+    return chosen
+
+
+# --------------------------------------------------------------------------------------------
+# KCCA system
+# --------------------------------------------------------------------------------------------
+class HodoshKCCA:
+    """A Hodosh KCCA system: one text kernel, one image kernel, a dev-selected Borda ensemble."""
+
+    def __init__(
+        self,
+        text_kernel: str = "bow5",
+        image_kernel: str = "pyramid",
+        power: float = 2.0,
+        diag_factor: float = 1.0,
+        rank: int = 1500,
+        n_landmarks: int = 1500,
+        kappas: Sequence[float] = KAPPAS,
+        n_grid: Sequence[int] = N_GRID,
+        seed: int = 0,
+    ):
+        self.text_kernel = text_kernel
+        self.image_kernel = image_kernel
+        self.power = power
+        self.diag_factor = diag_factor
+        self.rank = rank
+        self.n_landmarks = n_landmarks
+        self.kappas = tuple(kappas)
+        self.n_grid = tuple(n_grid)
+        self.seed = seed
+
+    def config(self) -> dict:
+        return {
+            "type": "hodosh-kcca",
+            "text_kernel": self.text_kernel,
+            "image_kernel": self.image_kernel,
+            "power": self.power,
+            "diag_factor": self.diag_factor,
+            "rank": self.rank,
+            "n_landmarks": self.n_landmarks,
+            "kappas": list(self.kappas),
+            "n_grid": list(self.n_grid),
+            "seed": self.seed,
+        }
+
+    def fit(self, hd: HodoshData) -> HodoshKCCA:
+        t0 = time.time()
+        self.hd_ = hd
+        image = ImageSide(hd, self.image_kernel, self.power)
+        text = TextSide(hd, self.text_kernel)
+        marks = landmarks(hd.train_ids, self.n_landmarks, self.seed)
+        pos = {k: n for n, k in enumerate(hd.train_ids)}
+        mark_idx = np.array([pos[m] for m in marks])
+        k_img = image.block(hd.train_ids, marks)  # (6000, m)
+        img_src = LandmarkKernel(k_img, mark_idx, np.ones(len(hd.train_ids)))
+        k_txt = text.train()
+        self.model_ = KCCA(kappa=self.kappas[0], rank=self.rank, diag_factor=self.diag_factor)
+        self.model_.fit(img_src, PrecomputedKernel(k_txt))
+        self.train_seconds_ = time.time() - t0
+        _log(
+            f"{self.text_kernel}/{self.image_kernel}: KCCA factors "
+            f"{len(self.model_.pivots_x_)}x{len(self.model_.pivots_y_)} in {self.train_seconds_:.0f}s"
+        )
+        self.landmarks_ = marks
+        mark_pos = {int(t): j for j, t in enumerate(mark_idx)}
+        self.pivot_cols_ = [mark_pos[int(i)] for i in self.model_.pivots_x_]
+        self.pivot_items_ = [int(i) for i in self.model_.pivots_y_]
+
+        # dev grid
+        dev_caps, dev_docs = hd.pool(hd.dev_ids)
+        kx_dev = image.block(hd.dev_ids, marks)[:, self.pivot_cols_]
+        ky_dev = text.against(dev_docs, f"dev-{_hash(dev_caps)}", self.pivot_items_)
+        fx, fy = self.model_.features_x(kx_dev), self.model_.features_y(ky_dev)
+        rows, weights = [], {}
+        for kappa in self.kappas:
+            self.model_.solve(kappa)
+            weights[kappa] = (self.model_.wx_.copy(), self.model_.wy_.copy())
+            zx, zy = fx @ self.model_.wx_, fy @ self.model_.wy_
+            for n in self.n_grid:
+                if n > zx.shape[1]:
+                    continue
+                m = pool_metrics(_cosine_scores(zx, zy, n))
+                rows.append({"kappa": kappa, "n": n, "i2t": m["i2t"], "t2i": m["t2i"]})
+        self.dev_grid_ = rows
+        self.selected_ = {task: select_settings(rows, task) for task in ("i2t", "t2i")}
+        used = sorted({s["kappa"] for task in self.selected_.values() for s in task})
+        self.weights_ = {k: weights[k] for k in used}
+        self.model_.release_training_factors()
+        self.fit_seconds_ = time.time() - t0
+        return self
+
+    # scoring ---------------------------------------------------------------------------------
+    def _projections(self, kx: np.ndarray, ky: np.ndarray):
+        fx, fy = self.model_.features_x(kx), self.model_.features_y(ky)
+        return {k: (fx @ wx, fy @ wy) for k, (wx, wy) in self.weights_.items()}
+
+    def score_kernels(self, kx: np.ndarray, ky: np.ndarray) -> dict[str, np.ndarray]:
+        """Borda ensemble scores (n_images, n_texts) per task, from kernel values of the images
+        against the pivot images (``landmarks_[pivot_cols_]``) and of the texts against ``pivot_items_``."""
+        from xmodal.eval.stats import borda
+
+        proj = self._projections(kx, ky)
+        out = {}
+        for task, settings in self.selected_.items():
+            mats = []
+            for s in settings:
+                zx, zy = proj[s["kappa"]]
+                sc = _cosine_scores(zx, zy, s["n"])
+                mats.append(sc if task == "i2t" else sc.T)
+            agg = borda(mats)
+            out[task] = agg if task == "i2t" else np.ascontiguousarray(agg.T)
+        return out
+
+    def score_single(self, kx, ky, kappa: float, n: int) -> np.ndarray:
+        zx, zy = self._projections(kx, ky)[kappa]
+        return _cosine_scores(zx, zy, n)
+
+    def score(self, image_ids: Sequence[str], docs: Sequence, tag: str) -> dict[str, np.ndarray]:
+        """Ensemble scores for Flickr8K images (ids) and preprocessed one-caption docs."""
+        hd = self.hd_
+        image = ImageSide(hd, self.image_kernel, self.power)
+        text = TextSide(hd, self.text_kernel)
+        kx = image.block(list(image_ids), self.landmarks_)[:, self.pivot_cols_]
+        ky = text.against(docs, tag, self.pivot_items_)
+        return self.score_kernels(kx, ky)
+
+    # persistence ------------------------------------------------------------------------------
+    def save(self, directory: str | Path) -> Path:
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        cfg = self.config() | {
+            "selected": self.selected_,
+            "landmarks": self.landmarks_,
+            "pivot_cols": self.pivot_cols_,
+            "pivot_items": self.pivot_items_,
+            "fit_seconds": round(self.fit_seconds_, 1),
+            "train_ids_hash": _hash(self.hd_.train_ids),
+        }
+        (d / "config.json").write_text(json.dumps(cfg, indent=1))
+        (d / "dev_grid.json").write_text(json.dumps(self.dev_grid_))
+        m = self.model_
+        arrays = {
+            "lx": m.lx_, "ly": m.ly_, "mean_x": m.mean_x_, "mean_y": m.mean_y_,
+            "pivots_x": m.pivots_x_, "pivots_y": m.pivots_y_,
+        }
+        for k, (wx, wy) in self.weights_.items():
+            arrays[f"wx_{k}"] = wx
+            arrays[f"wy_{k}"] = wy
+        np.savez(d / "kcca.npz", **arrays)
+        return d
+
+    @classmethod
+    def load(cls, directory: str | Path, hd: HodoshData | None = None) -> HodoshKCCA:
+        d = Path(directory)
+        cfg_file = d / "config.json"
+        if not cfg_file.is_file() or not (d / "kcca.npz").is_file():
+            raise XmodalError(f"{d} is not a saved Hodosh KCCA system (config.json + kcca.npz)")
+        cfg = json.loads(cfg_file.read_text())
+        keys = ("text_kernel", "image_kernel", "power", "diag_factor", "rank", "n_landmarks",
+                "kappas", "n_grid", "seed")
+        sys_ = cls(**{k: cfg[k] for k in keys})
+        sys_.hd_ = hd or load_hodosh_data()
+        sys_.selected_ = cfg["selected"]
+        sys_.landmarks_ = cfg["landmarks"]
+        sys_.pivot_cols_ = cfg["pivot_cols"]
+        sys_.pivot_items_ = cfg["pivot_items"]
+        sys_.fit_seconds_ = cfg.get("fit_seconds", float("nan"))
+        grid = d / "dev_grid.json"
+        sys_.dev_grid_ = json.loads(grid.read_text()) if grid.is_file() else []
+        m = KCCA(rank=sys_.rank, diag_factor=sys_.diag_factor)
+        with np.load(d / "kcca.npz") as z:
+            m.lx_, m.ly_, m.mean_x_, m.mean_y_ = z["lx"], z["ly"], z["mean_x"], z["mean_y"]
+            m.pivots_x_, m.pivots_y_ = z["pivots_x"], z["pivots_y"]
+            sys_.weights_ = {
+                float(k[3:]): (z[k], z["wy_" + k[3:]]) for k in z.files if k.startswith("wx_")
+            }
+        sys_.model_ = m
+        return sys_
+
+
+# --------------------------------------------------------------------------------------------
+# nearest neighbour system
+# --------------------------------------------------------------------------------------------
+def nn_scores(hd: HodoshData, image_ids: Sequence[str], docs: Sequence, image_kernel="pyramid",
+              power: float = 2.0) -> dict[str, np.ndarray]:
+    """NN5^idf_F1 scores per task for Flickr8K images and one-caption docs."""
+    from xmodal.models.nearest_neighbour import NearestNeighbour
+
+    tok = hd.tokens
+    lemma = lambda t: t[0] if isinstance(t, (list, tuple)) else t  # noqa: E731
+    train_docs = [
+        [lemma(t) for c in hd.data.captions_of(i) for t in tok[c.id]] for i in hd.train_ids
+    ]
+    caps = [[lemma(t) for cap in doc for t in cap] for doc in docs]
+    k_img = ImageSide(hd, image_kernel, power).block(list(image_ids), hd.train_ids)
+    nn = NearestNeighbour().fit(train_docs)
+    return {"i2t": nn.score_i2t(k_img, caps), "t2i": nn.score_t2i(k_img, caps)}
+
+
+# --------------------------------------------------------------------------------------------
+# named systems, registry hooks
+# --------------------------------------------------------------------------------------------
+# name -> (text kernel, image kernel, power, diag factor); None text kernel = the NN baseline
+SYSTEMS: dict[str, tuple[str | None, str, float, float]] = {
+    "nn": (None, "pyramid", 2.0, 1.0),
+    "bow1": ("bow1", "pyramid", 2.0, 1.0),
+    "bow5": ("bow5", "pyramid", 2.0, 1.0),
+    "tagrank": ("tagrank", "pyramid", 2.0, 1.0),
+    "tri5": ("tri5", "pyramid", 2.0, 1.0),
+    "tri5sem": ("tri5sem", "pyramid", 2.0, 1.0),
+    "tri5sem-effnet": ("tri5sem", "effnet", 2.0, 1.0),
+}
+
+
+def system_dir(name: str) -> Path:
+    text, image, power, d = SYSTEMS[name]
+    return _root() / "systems" / f"{name}-{_hash(text, image, power, d)}"
+
+
+def get_system(name: str, hd: HodoshData | None = None, retrain: bool = False) -> HodoshKCCA:
+    """A trained KCCA system by name, loaded from the cache or trained (and cached)."""
+    if name not in SYSTEMS or SYSTEMS[name][0] is None:
+        raise XmodalError(f"unknown Hodosh KCCA system {name!r}; choose from {list(SYSTEMS)[1:]}")
+    hd = hd or load_hodosh_data()
+    d = system_dir(name)
+    if (d / "config.json").is_file() and not retrain:
+        return HodoshKCCA.load(d, hd)
+    text, image, power, diag = SYSTEMS[name]
+    sys_ = HodoshKCCA(text, image, power=power, diag_factor=diag).fit(hd)
+    sys_.save(d)
+    return sys_
+
+
+def _direction_inputs(hd: HodoshData, direction) -> tuple[list[str], list]:
+    from xmodal.features.captions import preprocess_tagged
+
+    tok = hd.tokens
+    ids = list(direction.text_ids)
+    if all(t in tok for t in ids):
+        docs = [[tok[t]] for t in ids]
+    else:
+        docs = [[t] for t in preprocess_tagged(list(direction.texts))]
+    missing = [i for i in direction.image_ids if not hd.image_path(i).is_file()]
+    if missing:
+        raise XmodalError(f"Hodosh systems score Flickr8K images; {missing[0]} is not one")
+    return list(direction.image_ids), docs
+
+
+def _scorer_for(get):
+    cache: dict[str, dict[str, np.ndarray]] = {}
+
+    def scorer(protocol, direction, seed=0):
+        hd = load_hodosh_data(getattr(protocol, "dataset", None))
+        images, docs = _direction_inputs(hd, direction)
+        key = _hash(images, list(direction.text_ids))
+        if key not in cache:
+            cache[key] = get(hd, images, docs, key)
+        return cache[key][direction.name]
+
+    return scorer
+
+
+def _named_factory(name: str):
+    def factory(protocol_name: str):
+        if SYSTEMS[name][0] is None:
+            return _scorer_for(lambda hd, images, docs, key: nn_scores(hd, images, docs))
+        return _scorer_for(
+            lambda hd, images, docs, key: get_system(name, hd).score(images, docs, f"pool-{key}")
+        )
+
+    return factory
+
+
+def _load_saved(path, protocol_name: str):
+    def get(hd, images, docs, key):
+        return HodoshKCCA.load(path, hd).score(images, docs, f"pool-{key}")
+
+    return _scorer_for(get)
+
+
+EVAL_MODELS = {f"hodosh-{name}": _named_factory(name) for name in SYSTEMS}
+SAVED_MODEL_TYPES = {"hodosh-kcca": _load_saved}
