@@ -271,3 +271,17 @@ def test_factory_names():
         make_text_kernel("bow7")
     with pytest.raises(XmodalError):
         TrigramKernel().kernel([[["a"]]])  # not fitted
+
+
+def test_neighbour_cap_bounds_degree_and_keeps_symmetry():
+    rng = np.random.default_rng(0)
+    A = rng.random((40, 40))
+    A = (A + A.T) / 2
+    A[:, 0] = A[0, :] = 0.99  # word 0 is every word's best neighbour: a hub
+    np.fill_diagonal(A, 1.0)
+    s = sparsify(WordSimilarity([str(i) for i in range(40)], sp.csr_matrix(A)), 0.0, 3)
+    M = s.matrix
+    assert np.diff(M.indptr).max() <= 2 * 3 + 1  # neighbours + itself
+    assert abs(M - M.T).max() == 0.0
+    assert np.allclose(M.diagonal(), 1.0)
+    assert s.value("5", "0") == pytest.approx(0.99) or np.diff(M.indptr)[0] == 7

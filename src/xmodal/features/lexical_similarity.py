@@ -132,7 +132,8 @@ def cosine_kernel(vectors, threshold: float) -> sp.csr_matrix:
 
 def sparsify(sim: WordSimilarity, threshold: float = 0.0, max_neighbors: int | None = None) -> WordSimilarity:
     """Zero entries below ``threshold`` and keep each word's ``max_neighbors`` strongest
-    off-diagonal entries (an entry survives if either word keeps it: the result stays symmetric)."""
+    off-diagonal entries. An entry survives if either word keeps it, except that no word keeps
+    more than ``2 * max_neighbors`` (its strongest); the result stays symmetric."""
     M = sim.matrix.tocsr().copy()
     M.data[M.data < threshold] = 0.0
     M.setdiag(0.0)
@@ -151,12 +152,27 @@ def sparsify(sim: WordSimilarity, threshold: float = 0.0, max_neighbors: int | N
         if rows:
             r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
             K = sp.csr_matrix((v, (r, c)), shape=M.shape)
-            M = K.maximum(K.T).tocsr()
+            U = K.maximum(K.T).tocsr()  # kept by either word
+            # hub words ("man") can enter hundreds of lists: cap every degree at 2 x max_neighbors
+            R = _top_per_row(U, 2 * max_neighbors)
+            M = R.minimum(R.T).tocsr()
         else:
             M = sp.csr_matrix(M.shape)
     M = (M + sp.identity(M.shape[0], format="csr")).tocsr()
     M.sort_indices()
     return WordSimilarity(sim.vocab, M, sim.name)
+
+
+def _top_per_row(M: sp.csr_matrix, k: int) -> sp.csr_matrix:
+    rows, cols, vals = [], [], []
+    for i in range(M.shape[0]):
+        a, b = M.indptr[i], M.indptr[i + 1]
+        top = np.argsort(-M.data[a:b], kind="stable")[:k]
+        rows.append(np.full(len(top), i))
+        cols.append(M.indices[a:b][top])
+        vals.append(M.data[a:b][top])
+    r, c, v = (np.concatenate(x) if x else np.zeros(0) for x in (rows, cols, vals))
+    return sp.csr_matrix((v, (r.astype(int), c.astype(int))), shape=M.shape)
 
 
 def _union(a: WordSimilarity, b: WordSimilarity):
