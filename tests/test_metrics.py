@@ -158,3 +158,15 @@ def test_curves_hand_computed():
     # interpolation: ranks 1 and 4 -> precision 1 up to recall 0.5, then 2/4
     c2 = curves(np.array([[0.9, 0.8, 0.7, 0.6]]), [[0, 3]])
     assert c2["pr"]["precision"] == pytest.approx([1.0] * 6 + [0.5] * 5)
+
+
+def test_transposed_and_fancy_gathers_agree(monkeypatch):
+    import xmodal.eval.metrics as m
+
+    rng = np.random.default_rng(5)
+    base = rng.random((70, 90))
+    rel = [rng.choice(70, rng.integers(0, 4), replace=False) for _ in range(90)]
+    expected = retrieval_metrics(np.ascontiguousarray(base.T), rel)
+    monkeypatch.setattr(m, "_CHUNK_ELEMENTS", 200)
+    monkeypatch.setattr(m, "_GATHER_ELEMENTS", 900)
+    assert retrieval_metrics(base.T, rel) == expected  # F-ordered view, rows grouped by count

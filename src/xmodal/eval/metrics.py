@@ -24,6 +24,7 @@ from xmodal.errors import XmodalError
 
 DEFAULT_KS = (1, 5, 10)
 _CHUNK_ELEMENTS = 1 << 18  # scores per chunk: small enough to stay in cache across passes
+_GATHER_ELEMENTS = 1 << 22  # scores gathered per slab (16 MB of float32): bounds memory
 
 
 @dataclass
@@ -90,21 +91,76 @@ def relevant_ranks(scores: np.ndarray, relevant) -> RelevantRanks:
     counts = np.diff(indptr)
     out = np.empty(len(indices), dtype=np.int64)
     queries = np.flatnonzero(counts)
+    if scores.flags.f_contiguous and not scores.flags.c_contiguous and len(queries):
+        # a transposed view (text-to-image search over S.T): count down its columns instead
+        _ranks_by_columns(scores.T, queries, counts, indptr, indices, out)
+        row = np.repeat(np.arange(n_q), counts)
+        order = np.lexsort((out, row))
+        return RelevantRanks(indptr.astype(np.int64), out[order], n_g)
     queries = queries[np.argsort(counts[queries], kind="stable")]
     step = max(1, _CHUNK_ELEMENTS // max(n_g, 1))
-    for a in range(0, len(queries), step):
-        rows = queries[a : a + step]
-        block = np.ascontiguousarray(scores[rows])
-        if np.isnan(block).any():
+    outer = step * max(1, _GATHER_ELEMENTS // (step * max(n_g, 1)))
+    for a0 in range(0, len(queries), outer):
+        # gather large slabs (a transposed matrix reads well only in wide slabs), then work on
+        # cache-sized chunks of them
+        slab_rows = queries[a0 : a0 + outer]
+        slab = _gather_rows(scores, slab_rows)
+        if np.isnan(slab.min()):  # min propagates NaN and is cheaper than isnan().any()
             raise XmodalError("scores contain NaN; a model must give every pair a number")
-        c = counts[rows]
-        # positions of these rows' relevant items in the CSR arrays
-        starts = indptr[rows]
-        flat = np.repeat(starts - np.r_[0, np.cumsum(c)[:-1]], c) + np.arange(c.sum())
-        out[flat] = _ranks_block(block, indices[flat], c)
+        for a in range(0, len(slab_rows), step):
+            rows = slab_rows[a : a + step]
+            block = slab[a : a + step]
+            c = counts[rows]
+            # positions of these rows' relevant items in the CSR arrays
+            starts = indptr[rows]
+            flat = np.repeat(starts - np.r_[0, np.cumsum(c)[:-1]], c) + np.arange(c.sum())
+            out[flat] = _ranks_block(block, indices[flat], c)
     row = np.repeat(np.arange(n_q), counts)
     order = np.lexsort((out, row))
     return RelevantRanks(indptr.astype(np.int64), out[order], n_g)
+
+
+def _gather_rows(scores: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Rows of ``scores`` as a C-contiguous block (consecutive rows are read as a slice)."""
+    lo, hi = int(rows[0]), int(rows[-1]) + 1
+    if hi - lo == len(rows) and bool(np.all(np.diff(rows) == 1)):
+        return np.ascontiguousarray(scores[lo:hi])
+    return np.ascontiguousarray(scores[rows])
+
+
+def _ranks_by_columns(base, queries, counts, indptr, indices, out) -> None:
+    """Ranks when query q's scores are the column ``base[:, q]`` of a C-ordered matrix.
+
+    Streams over the gallery rows of ``base`` once per bucket of queries (buckets group queries
+    whose number of relevant items lies in the same power of two, bounding the padding), and
+    accumulates column counts, so memory access stays sequential.
+    """
+    n_g = base.shape[0]
+    bucket = np.ceil(np.log2(counts[queries])).astype(np.int64)
+    for b in np.unique(bucket):
+        group = queries[bucket == b]
+        c = counts[group]
+        m_max = int(c.max())
+        starts = indptr[group]
+        flat = np.repeat(starts - np.r_[0, np.cumsum(c)[:-1]], c) + np.arange(c.sum())
+        row_of = np.repeat(np.arange(len(group)), c)
+        pos_in_row = np.arange(len(flat)) - np.repeat(np.r_[0, np.cumsum(c)[:-1]], c)
+        rel_scores = base[indices[flat], group[row_of]]
+        if np.isnan(rel_scores).any():
+            raise XmodalError("scores contain NaN; a model must give every pair a number")
+        pad = np.full((m_max, len(group)), np.inf, dtype=base.dtype)
+        pad[pos_in_row, row_of] = rel_scores
+        ge = np.zeros((m_max, len(group)), dtype=np.int64)
+        all_columns = len(group) == base.shape[1] and bool(np.all(np.diff(group) == 1))
+        step = max(1, _CHUNK_ELEMENTS // max(len(group), 1))
+        for g0 in range(0, n_g, step):
+            block = base[g0 : g0 + step] if all_columns else base[g0 : g0 + step][:, group]
+            if np.isnan(block.min()):
+                raise XmodalError("scores contain NaN; a model must give every pair a number")
+            for j in range(m_max):
+                ge[j] += (block >= pad[j]).sum(axis=0, dtype=np.int64)
+        later_ties = _later_equal(rel_scores, row_of, pos_in_row)
+        out[flat] = ge[pos_in_row, row_of] - later_ties
 
 
 def _ranks_block(block: np.ndarray, idx: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -117,8 +173,11 @@ def _ranks_block(block: np.ndarray, idx: np.ndarray, counts: np.ndarray) -> np.n
     pad = np.full((n_rows, m_max), np.inf, dtype=block.dtype)
     pad[row_of, pos_in_row] = rel_scores
     ge = np.empty((n_rows, m_max), dtype=np.int64)
+    mask = np.empty(block.shape, dtype=bool)
     for j in range(m_max):
-        ge[:, j] = np.count_nonzero(block >= pad[:, j : j + 1], axis=1)
+        np.greater_equal(block, pad[:, j : j + 1], out=mask)
+        # 1-D count_nonzero is several times faster than the axis= variant
+        ge[:, j] = [np.count_nonzero(r) for r in mask]
     later_ties = _later_equal(rel_scores, row_of, pos_in_row)
     return ge[row_of, pos_in_row] - later_ties
 
