@@ -1,0 +1,112 @@
+"""End-to-end gist detection for one image and caption: the library behind ``xmodal gist``.
+
+    from xmodal.gist import GistDetector
+    det = GistDetector()                       # WordNet + the shipped ranker
+    for c in det.detect("photo.jpg", "A dog runs on the beach", k=5):
+        print(c.rank, c.name, c.definition)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from xmodal.errors import XmodalError
+from xmodal.gist.graph import KnowledgeGraph
+from xmodal.gist.link import ImageTag
+from xmodal.gist.pipeline import FEATURES, GistConfig, build_candidates
+from xmodal.gist.rank import CoordinateAscentRanker
+
+
+@dataclass
+class GistConcept:
+    rank: int
+    id: str
+    name: str
+    definition: str
+    kind: str  # seed | intermediate | border
+    score: float
+
+
+def default_ranker_path() -> Path:
+    return Path(str(resources.files("xmodal") / "assets" / "gist" / "ranker.json"))
+
+
+def load_default_ranker() -> CoordinateAscentRanker:
+    path = default_ranker_path()
+    if not path.is_file():
+        raise XmodalError(
+            f"the shipped gist ranker is missing ({path}); reinstall xmodal or pass --model"
+        )
+    r = CoordinateAscentRanker.load(path)
+    if r.feature_names_ != FEATURES:
+        raise XmodalError(f"gist ranker {path} was trained on other features; retrain it")
+    return r
+
+
+class GistDetector:
+    """Rank knowledge-graph concepts for image-caption pairs (graph and models loaded once)."""
+
+    def __init__(
+        self,
+        graph: KnowledgeGraph | None = None,
+        ranker: CoordinateAscentRanker | None = None,
+        config: GistConfig | None = None,
+        use_image: bool = True,
+    ) -> None:
+        if graph is None:
+            from xmodal.gist.wordnet import load_wordnet_graph
+
+            graph = load_wordnet_graph()
+        self.graph = graph
+        self.ranker = ranker or load_default_ranker()
+        self.config = config or GistConfig()
+        self.use_image = use_image
+        self.last_tags: list[ImageTag] = []
+        self.last_seeds: dict = {}
+
+    def image_tags(self, image: str | os.PathLike) -> list[ImageTag]:
+        from xmodal.gist.image_tags import image_logits, tags_from_logits
+
+        return tags_from_logits(image_logits([image])[0], self.graph)
+
+    def detect(
+        self,
+        image: str | os.PathLike | None,
+        caption: str = "",
+        k: int = 10,
+        tags: list[ImageTag] | None = None,
+    ) -> list[GistConcept]:
+        """The top ``k`` concepts for ``image`` (path; None = caption only) and ``caption``."""
+        from xmodal.gist.benchmark import _known
+        from xmodal.gist.mentions import extract_mentions
+
+        if k < 1:
+            raise XmodalError("k must be at least 1")
+        if image is None and not caption.strip() and not tags:
+            raise XmodalError("give an image, a caption, or both")
+        if tags is None:
+            tags = self.image_tags(image) if (image is not None and self.use_image) else []
+        mentions = extract_mentions(caption, _known(self.graph)) if caption.strip() else []
+        cands = build_candidates(self.graph, mentions, tags, self.config)
+        self.last_tags, self.last_seeds = tags, cands.seeds
+        if len(cands.nodes) == 0:
+            return []
+        scores = self.ranker.decision_function(cands.X)
+        order = np.argsort(-scores, kind="stable")[:k]
+        out = []
+        for r, j in enumerate(order, start=1):
+            node = self.graph.ids[cands.nodes[j]]
+            text = self.graph.text(node)
+            definition = text.split(": ", 1)[1] if ": " in text else text
+            out.append(GistConcept(r, node, self.graph.display_name(node), definition,
+                                   cands.kind[j], float(scores[j])))
+        return out
+
+
+def concepts_as_dicts(concepts: list[GistConcept]) -> list[dict]:
+    return [asdict(c) for c in concepts]
