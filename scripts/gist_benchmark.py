@@ -371,7 +371,7 @@ Largest weights of the shipped ranker (refitted on all {n} queries; z-scored fea
 
 ## Project-made example set (demonstration only)
 
-`src/xmodal/gist/examples.jsonl`: Flickr8K test images (by id) with one *literal* and one
+`src/xmodal/assets/gist/examples.jsonl`: Flickr8K test images (by id) with one *literal* and one
 *non-literal* caption written for this project, and the gist concepts we judged right (WordNet
 synsets). Too small and too subjective for claims; it shows that the literal-trained ranker
 finds literal gists far more often than non-literal ones (ranked by the shipped ranker; binary

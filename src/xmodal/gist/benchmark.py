@@ -5,7 +5,7 @@ concepts are the graph nodes linked from the image's other four captions, graded
 those captions mention the node (1-4). People describe what they see, so this rewards finding the
 depicted objects and scenes, not abstract messages.
 
-The example set (``examples.jsonl`` beside this module) holds a few dozen Flickr8K images (by id,
+The example set (``xmodal/assets/gist/examples.jsonl``) holds a few dozen Flickr8K images (by id,
 no pixels) each with a literal and a non-literal caption written for this project, with the gist
 concepts (WordNet synsets) we judged right for each. It is for tests and demonstration only.
 """
@@ -21,7 +21,7 @@ from xmodal.gist.graph import KnowledgeGraph
 from xmodal.gist.link import link
 from xmodal.gist.mentions import Mention, extract_mentions
 
-EXAMPLES_PATH = Path(__file__).with_name("examples.jsonl")
+EXAMPLES_PATH = Path(__file__).resolve().parents[1] / "assets" / "gist" / "examples.jsonl"
 
 
 @dataclass
