@@ -15,6 +15,9 @@ def dual(
     data: Path = typer.Option(None, "--data", help="Data root (holding flickr8k/) or flickr8k."),
     out: Path = typer.Option(..., "--out", help="Directory to write the trained model to."),
     epochs: int = typer.Option(None, "--epochs", help="Training epochs (default: as shipped)."),
+    max_train_images: int = typer.Option(
+        None, "--max-train-images", help="Use only the first N images of the train split."
+    ),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
     as_json: bool = typer.Option(False, "--json", help="Print the dev-split scores as JSON."),
 ) -> None:
@@ -27,7 +30,9 @@ def dual(
     """
     from xmodal.models.dual_train import train_dual
 
-    model, report = train_dual(data, epochs=epochs, seed=seed, log=console.print)
+    model, report = train_dual(
+        data, epochs=epochs, max_train_images=max_train_images, seed=seed, log=console.print
+    )
     model.save(out)
     console.print(f"saved dual encoder to {out}")
     if as_json:

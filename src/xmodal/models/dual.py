@@ -110,11 +110,11 @@ class DualEncoder:
     def dim(self) -> int:
         from xmodal.features.text_encoder import TEXT_DIM
 
-        d = 0
-        if self.has_heads:
-            d += self.dim_head
-        if self.bridge_weight > 0 or not self.has_heads:
-            d += TEXT_DIM
+        if not self.has_heads:
+            return TEXT_DIM
+        d = self.heads_.cfg["dim"]
+        if self.bridge_weight > 0:
+            d += self.heads_.cfg["text_dim"]
         return d
 
     def _weights(self) -> tuple[float, float]:

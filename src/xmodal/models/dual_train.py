@@ -37,27 +37,43 @@ class TrainData:
 
 
 def load_train_data(
-    data=None, *, use_maps: bool = False, use_flip: bool = True, progress: bool = True
+    data=None,
+    *,
+    use_maps: bool = False,
+    use_flip: bool = False,
+    max_train_images: int | None = None,
+    progress: bool = True,
 ) -> TrainData:
-    """Cached features of all Flickr8K images and captions (extracting what is missing)."""
+    """Cached features of Flickr8K images and captions (extracting what is missing).
+
+    ``max_train_images`` keeps the first N images of the official train split file (dev and test
+    are always complete).
+    """
     from xmodal.data import load_flickr8k
-    from xmodal.features import flickr8k_image_features, flickr8k_text_features
+    from xmodal.features import encode_texts, extract_image_features
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ds = load_flickr8k(data, judgments=False)
-    ids, f = flickr8k_image_features(ds, maps=use_maps, progress=progress)
+    train = ds.split("train")
+    if max_train_images is not None:
+        train = train[:max_train_images]
+    split_ids = {"train": train, "dev": ds.split("dev"), "test": ds.split("test")}
+    ids = [i for s in ("train", "dev", "test") for i in split_ids[s]]
+    paths = [ds.image_path(i) for i in ids]
+    f = extract_image_features(paths, maps=use_maps, progress=progress)
     if not f.ok.all():
         raise XmodalError(f"{int((~f.ok).sum())} Flickr8K images could not be read")
     pooled_flip = maps_flip = None
     if use_flip:
-        _, ff = flickr8k_image_features(ds, maps=use_maps, flip=True, progress=progress)
+        ff = extract_image_features(paths, maps=use_maps, flip=True, progress=progress)
         pooled_flip = ff.pooled
         maps_flip = ff.maps.reshape(len(ids), -1, ff.maps.shape[-1]) if use_maps else None
-    _, text = flickr8k_text_features(ds, progress=progress)
-    row = {k: i for i, k in enumerate(ids)}
-    caption_image = np.array([row[c.image_id] for c in ds.captions])
-    splits = {s: np.array([row[i] for i in ds.split(s)]) for s in ("train", "dev", "test")}
+    captions = [c for i in ids for c in ds.captions_of(i)]
+    text = encode_texts([c.text for c in captions], progress=progress)
+    row = {k: n for n, k in enumerate(ids)}
+    caption_image = np.array([row[c.image_id] for c in captions])
+    splits = {s: np.array([row[i] for i in split_ids[s]]) for s in split_ids}
     maps = f.maps.reshape(len(ids), -1, f.maps.shape[-1]) if use_maps else None
     return TrainData(
         f.pooled, f.logits, maps, pooled_flip, maps_flip, text, caption_image, ids, splits
@@ -107,6 +123,8 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 1e-4
     flip_prob: float = 0.5
+    use_flip: bool = False
+    max_train_images: int | None = None
     use_maps: bool = False
     bridge_temperature: float = 1.0
     bridge_weights: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4)
@@ -201,7 +219,7 @@ def fit_heads(
             loss.backward()
             opt.step()
             sched.step()
-            losses.append(float(loss))
+            losses.append(float(loss.detach()))
         entry = {"epoch": epoch, "loss": float(np.mean(losses)), "time_s": time.time() - t0}
         if eval_fn is not None and (epoch % cfg.eval_every == 0 or epoch == cfg.epochs):
             heads.eval()
@@ -221,6 +239,7 @@ def train_dual(
     data=None,
     *,
     epochs: int | None = None,
+    max_train_images: int | None = None,
     seed: int = 0,
     config: TrainConfig | None = None,
     log: Callable[[str], Any] = print,
@@ -230,9 +249,17 @@ def train_dual(
     cfg = config or TrainConfig()
     if epochs is not None:
         cfg.epochs = epochs
+    if max_train_images is not None:
+        cfg.max_train_images = max_train_images
     cfg.seed = seed
     t0 = time.time()
-    td = load_train_data(data, use_maps=cfg.use_maps, progress=progress)
+    td = load_train_data(
+        data,
+        use_maps=cfg.use_maps,
+        use_flip=cfg.use_flip,
+        max_train_images=cfg.max_train_images,
+        progress=progress,
+    )
     log(f"features loaded in {time.time() - t0:.1f}s")
     dev_rows, dev_caps = _subset(td, "dev")
     position = {int(r): i for i, r in enumerate(dev_rows)}

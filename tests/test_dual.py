@@ -1,0 +1,142 @@
+"""The dual encoder: the contract, training on synthetic features, save/load, the registry."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from xmodal.errors import XmodalError
+from xmodal.models.dual import DualEncoder, load_embedding_model
+from xmodal.models.dual_train import TrainConfig, TrainData, fit_heads, recall_5cap
+
+
+def test_recall_5cap_hand_example():
+    # 2 images, 4 captions; captions 0,1 belong to image 0, captions 2,3 to image 1
+    img = np.array([[1.0, 0.0], [0.0, 1.0]])
+    txt = np.array([[0.2, 0.9], [0.8, 0.1], [0.1, 1.0], [0.9, 0.3]])
+    cap_img = np.array([0, 0, 1, 1])
+    # S = [[.2 .8 .1 .9], [.9 .1 1. .3]]
+    # i2t: image 0 best own caption scores .8, one caption (.9, not own) above -> rank 2
+    #      image 1 best own caption 1.0 -> rank 1
+    # t2i: caption 0 (own image 0 .2 < .9) rank 2; caption 1 (.8 > .1) rank 1;
+    #      caption 2 (1.0 > .1) rank 1; caption 3 (.3 < .9) rank 2
+    r = recall_5cap(img, txt, cap_img)
+    assert r["i2t_R@1"] == 50.0 and r["i2t_R@5"] == 100.0
+    assert r["t2i_R@1"] == 50.0 and r["t2i_R@5"] == 100.0
+    assert r["i2t_medR"] == 1.5 and r["t2i_medR"] == 1.5
+
+
+def _synthetic(n=300, d_img=24, d_txt=16, seed=0) -> TrainData:
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 6))
+    A, B = rng.normal(size=(6, d_img)), rng.normal(size=(6, d_txt))
+    pooled = (z @ A + 0.3 * rng.normal(size=(n, d_img))).astype(np.float32)
+    caption_image = np.repeat(np.arange(n), 5)
+    text = (z[caption_image] @ B + 0.5 * rng.normal(size=(5 * n, d_txt))).astype(np.float32)
+    text /= np.linalg.norm(text, axis=1, keepdims=True)
+    logits = rng.normal(size=(n, 1000)).astype(np.float32)
+    rows = np.arange(n)
+    splits = {"train": rows[:200], "dev": rows[200:250], "test": rows[250:]}
+    return TrainData(
+        pooled, logits, None, None, None, text, caption_image, [f"{i}.jpg" for i in rows], splits
+    )
+
+
+@pytest.fixture(scope="module")
+def trained():
+    td = _synthetic()
+    cfg = TrainConfig(dim=16, hidden=32, epochs=12, batch_images=100, lr=1e-2, eval_every=10)
+    heads, history, best_epoch = fit_heads(td, cfg, log=lambda *_: None)
+    model = DualEncoder(dim=16, hidden=32, bridge_weight=0.25)
+    model.heads_ = heads
+    rng = np.random.default_rng(1)
+    model.class_text_ = rng.normal(size=(1000, td.text.shape[1])).astype(np.float32)
+    return td, model, history
+
+
+def test_training_learns_the_pairing(trained):
+    td, model, history = trained
+    assert history[-1]["loss"] < history[0]["loss"]
+    test = td.splits["test"]
+    caps = np.flatnonzero(np.isin(td.caption_image, test))
+    cap_img = td.caption_image[caps] - test[0]
+    heads = model.heads_
+    r = recall_5cap(heads.embed_images(td.pooled[test]), heads.embed_texts(td.text[caps]), cap_img)
+    # 50 held-out images: chance is R@1 = 2% (t2i) and about 10% (i2t)
+    assert r["t2i_R@1"] > 30 and r["i2t_R@1"] > 40
+
+
+def test_embeddings_blend_heads_and_bridge(trained):
+    td, model, _ = trained
+    E = model.embed_image_features(td.pooled[:5], td.logits[:5])
+    T = model.embed_text_features(td.text[:7])
+    assert E.shape == (5, 16 + 16) and T.shape == (7, 32) and model.dim == 32
+    np.testing.assert_allclose(np.linalg.norm(E, axis=1), 1.0, atol=1e-5)
+    # oracle: (1 - w) cos(head) + w cos(bridge), each part computed by hand
+    hi, ht = model.heads_.embed_images(td.pooled[:5]), model.heads_.embed_texts(td.text[:7])
+    p = np.exp(td.logits[:5] - td.logits[:5].max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    bi = p @ model.class_text_
+    bi /= np.linalg.norm(bi, axis=1, keepdims=True)
+    bt = td.text[:7] / np.linalg.norm(td.text[:7], axis=1, keepdims=True)
+    expected = 0.75 * hi @ ht.T + 0.25 * bi @ bt.T
+    np.testing.assert_allclose(E @ T.T, expected, atol=1e-5)
+
+
+def test_save_load_round_trip(trained, tmp_path):
+    td, model, _ = trained
+    model.save(tmp_path / "m")
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    assert cfg["type"] == "dual-encoder"
+    with np.load(tmp_path / "m" / "weights.npz", allow_pickle=False) as z:
+        assert all(z[k].dtype == np.float16 for k in z.files)
+    loaded = load_embedding_model(tmp_path / "m")
+    assert isinstance(loaded, DualEncoder) and loaded.dim == model.dim
+    assert loaded.bridge_weight == model.bridge_weight
+    for a, b in (
+        (model.embed_image_features(td.pooled, td.logits), loaded.embed_image_features(td.pooled, td.logits)),
+        (model.embed_text_features(td.text), loaded.embed_text_features(td.text)),
+    ):
+        np.testing.assert_allclose(a, b, atol=1e-2)  # float16 storage
+    # the registry finds saved models by their config type
+    from xmodal.models.registry import get_scorer
+
+    assert callable(get_scorer(str(tmp_path / "m"), "flickr8k-5cap"))
+
+
+def test_load_errors(tmp_path):
+    with pytest.raises(XmodalError):
+        load_embedding_model(str(tmp_path / "nope"))
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "config.json").write_text('{"type": "kcca"}')
+    with pytest.raises(XmodalError, match="dual-encoder"):
+        DualEncoder.load(tmp_path / "x")
+
+
+def test_registry_names():
+    from xmodal.models import dual
+
+    assert "dual" in dual.EVAL_MODELS and "efficientnet-minilm-zeroshot" in dual.EVAL_MODELS
+    assert "openclip:ViT-B-32:/x.pt" in dual.EVAL_MODELS  # resolved lazily, not listed
+    assert "openclip:ViT-B-32:/x.pt" not in list(dual.EVAL_MODELS)
+    assert "dual-encoder" in dual.SAVED_MODEL_TYPES
+
+
+def test_default_model_contract_on_images():
+    """The shipped default on real pixels: shapes, unit rows, S = E T^T, a cat finds the cat."""
+    skdata = pytest.importorskip("skimage.data")
+    model = load_embedding_model()
+    images = [Image.fromarray(skdata.chelsea()), Image.fromarray(skdata.coffee())]
+    texts = ["a cat", "a cup of coffee", "a ginger tabby cat looking at the camera"]
+    E = model.embed_images(images, progress=False)
+    T = model.embed_texts(texts, progress=False)
+    assert E.shape == (2, model.dim) and T.shape == (3, model.dim)
+    assert E.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(E, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(model.score(images, texts, progress=False), E @ T.T, atol=1e-5)
+    S = E @ T.T
+    assert S[0, 0] > S[1, 0] and S[1, 1] > S[0, 1] and S[0, 2] > S[1, 2]
+    assert model.embed_texts([], progress=False).shape == (0, model.dim)

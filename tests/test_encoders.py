@@ -1,0 +1,112 @@
+"""EfficientNet-Lite0 and MiniLM encoders: preprocessing, outputs, bad files, the disk cache."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from xmodal.errors import XmodalError
+
+
+@pytest.fixture()
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("XMODAL_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+@pytest.fixture(scope="module")
+def photos(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("photos")
+    rng = np.random.default_rng(0)
+    paths = []
+    for i in range(3):
+        arr = rng.integers(0, 255, (60 + 10 * i, 80, 3), dtype=np.uint8)
+        p = folder / f"p{i}.png"
+        Image.fromarray(arr).save(p)
+        paths.append(p)
+    (folder / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    (folder / "empty.png").write_bytes(b"")
+    return folder, paths
+
+
+def test_preprocess_scaling_and_flip():
+    from xmodal.features.image_encoder import preprocess
+
+    arr = np.zeros((224, 224, 3), np.uint8)
+    arr[:, :112, 0] = 255  # left half red
+    x = preprocess(Image.fromarray(arr))
+    assert x.shape == (3, 224, 224) and x.dtype == np.float32
+    assert x[0, 0, 0] == pytest.approx(1.0) and x[0, 0, 223] == pytest.approx(-1.0)
+    assert x[1].max() == pytest.approx(-1.0)  # (0 - 127.5) / 127.5
+    xf = preprocess(Image.fromarray(arr), flip=True)
+    np.testing.assert_array_equal(xf, x[:, :, ::-1])
+
+
+def test_image_features_shapes_oracles_and_cache(cache, photos, monkeypatch):
+    import torch
+
+    from xmodal.features import image_encoder as ie
+
+    folder, paths = photos
+    f = ie.extract_image_features(paths, maps=True, progress=False)
+    assert f.pooled.shape == (3, 1280) and f.logits.shape == (3, 1000)
+    assert f.maps.shape == (3, 7, 7, 1280) and f.ok.all()
+    # pooled is the mean of the feature-map cells, logits the classifier applied to it
+    np.testing.assert_allclose(f.maps.astype(np.float32).mean(axis=(1, 2)), f.pooled, atol=2e-2)
+    fc = ie.load_efficientnet()._fc
+    expected = f.pooled @ fc.weight.detach().numpy().T + fc.bias.detach().numpy()
+    np.testing.assert_allclose(f.logits, expected, rtol=1e-4, atol=1e-3)
+    # an independent forward pass of the network on a hand-made input
+    x = ie.preprocess(Image.open(paths[1]).convert("RGB"))
+    with torch.no_grad():
+        ref = ie.load_efficientnet()(torch.from_numpy(x[None]).contiguous())
+    np.testing.assert_allclose(f.logits[1], ref.numpy()[0], rtol=1e-3, atol=1e-2)
+
+    # second call: everything from the cache (the network must not run), also for a copy
+    def boom(batch):
+        raise AssertionError("cache miss")
+
+    monkeypatch.setattr(ie, "_forward", boom)
+    copy = folder / "copy_of_p0.png"
+    shutil.copy(paths[0], copy)
+    g = ie.extract_image_features([copy, *paths], maps=True, progress=False)
+    np.testing.assert_array_equal(g.pooled[1:], f.pooled)
+    np.testing.assert_array_equal(g.pooled[0], f.pooled[0])
+    np.testing.assert_array_equal(g.maps[1:], f.maps)
+    assert ie.encode_image_paths(paths, progress=False).shape == (3, 1280)
+
+
+def test_bad_images_raise_or_mask(cache, photos):
+    from xmodal.features.image_encoder import extract_image_features
+
+    folder, paths = photos
+    for bad in ("broken.jpg", "empty.png", "missing.jpg"):
+        with pytest.raises(XmodalError, match=bad):
+            extract_image_features([paths[0], folder / bad], progress=False)
+    f = extract_image_features(
+        [paths[0], folder / "broken.jpg", folder / "missing.jpg", paths[1]],
+        on_error="mask",
+        progress=False,
+    )
+    assert f.ok.tolist() == [True, False, False, True]
+    assert not f.pooled[1:3].any() and f.pooled[[0, 3]].any()
+
+
+def test_text_encoder(cache, monkeypatch):
+    from xmodal.features import text_encoder as te
+
+    texts = ["a dog runs on the beach", "a puppy running on sand", "the stock market fell today"]
+    T = te.encode_texts(texts + [texts[0]], progress=False)
+    assert T.shape == (4, 384) and T.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(T, axis=1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(T[0], T[3], atol=1e-6)
+    assert T[0] @ T[1] > T[0] @ T[2] + 0.2
+    # same result from a plain SentenceTransformer call (independent path, no cache)
+    ref = te.load_minilm().encode(texts[:1], normalize_embeddings=True)
+    np.testing.assert_allclose(T[0], ref[0], atol=1e-5)
+    # cached: the model is not called again
+    monkeypatch.setattr(te, "load_minilm", lambda: (_ for _ in ()).throw(AssertionError("miss")))
+    np.testing.assert_array_equal(te.encode_texts(texts, progress=False), T[:3])
