@@ -15,7 +15,8 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def machine() -> dict:
     info = {"platform": platform.platform(), "python": platform.python_version(),
-            "cpu_count": os.cpu_count()}
+            "cpu_count": os.cpu_count(),
+            "load_avg_1min": round(os.getloadavg()[0], 2)}  # other work running at the time
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
