@@ -46,15 +46,20 @@ def flickr8k_hodosh(data=None) -> Protocol:
     )
 
 
+def _hodosh_extended(name: str, ds, extra_pairs, note: str, options: dict) -> Protocol:
+    """The Hodosh pool with the original pairs plus ``extra_pairs`` judged relevant."""
+    images, text_ids, texts = _hodosh_pool(ds)
+    pairs = [(i, f"{i}#2") for i in images] + list(extra_pairs)
+    rel = pairs_to_relevance(images, text_ids, pairs)
+    return Protocol(name, _both(images, text_ids, texts, rel), ds, note, options)
+
+
 @register("flickr8k-hodosh-crowd")
 def flickr8k_hodosh_crowd(data=None, min_yes_fraction: float = 0.5) -> Protocol:
     ds = _flickr(data)
-    images, text_ids, texts = _hodosh_pool(ds)
-    pairs = [(i, f"{i}#2") for i in images]
-    pairs += [(c.image_id, c.caption_id) for c in ds.crowd if c.yes_fraction >= min_yes_fraction]
-    rel = pairs_to_relevance(images, text_ids, pairs)
-    return Protocol(
-        "flickr8k-hodosh-crowd", _both(images, text_ids, texts, rel), ds,
+    extra = [(c.image_id, c.caption_id) for c in ds.crowd if c.yes_fraction >= min_yes_fraction]
+    return _hodosh_extended(
+        "flickr8k-hodosh-crowd", ds, extra,
         f"Hodosh pool; a pair is also relevant when its crowd yes-fraction >= {min_yes_fraction} "
         "(0.5 = at least 2 of 3 workers said yes; gives the paper's 2,031 extra pairs).",
         {"min_yes_fraction": min_yes_fraction},
@@ -64,12 +69,9 @@ def flickr8k_hodosh_crowd(data=None, min_yes_fraction: float = 0.5) -> Protocol:
 @register("flickr8k-hodosh-expert")
 def flickr8k_hodosh_expert(data=None, min_mean_score: float = 3.0) -> Protocol:
     ds = _flickr(data)
-    images, text_ids, texts = _hodosh_pool(ds)
-    pairs = [(i, f"{i}#2") for i in images]
-    pairs += [(e.image_id, e.caption_id) for e in ds.expert if e.mean >= min_mean_score]
-    rel = pairs_to_relevance(images, text_ids, pairs)
-    return Protocol(
-        "flickr8k-hodosh-expert", _both(images, text_ids, texts, rel), ds,
+    extra = [(e.image_id, e.caption_id) for e in ds.expert if e.mean >= min_mean_score]
+    return _hodosh_extended(
+        "flickr8k-hodosh-expert", ds, extra,
         f"Hodosh pool; a pair is also relevant when its mean expert score >= {min_mean_score} "
         "(3 = describes the image with at most minor errors).",
         {"min_mean_score": min_mean_score},
