@@ -470,10 +470,13 @@ class CRM(_RelevanceModel):
         g_sq = (g.astype(np.float64) ** 2).sum(1)
         scale = 1.0 / (self.beta * g.shape[1])
         out = np.empty((len(feats), n_train))
-        for a in range(0, len(feats), self.chunk):
-            x = feats[a : a + self.chunk]
+        # test regions per block: ``chunk``, capped so a block's kernel matrix stays ~160 MB
+        step = max(1, min(self.chunk, 20_000_000 // max(len(g), 1)))
+        for a in range(0, len(feats), step):
+            x = feats[a : a + step]
             d = (x**2).sum(1)[:, None] + g_sq[None, :] - 2.0 * (x @ g.T).astype(np.float64)
-            logk = -np.maximum(d, 0.0) * scale
+            logk = np.maximum(d, 0.0)
+            logk *= -scale
             shift = logk.max(1, keepdims=True)
             dens = np.asarray((pool.T @ np.exp(logk - shift).T).T)
             with np.errstate(divide="ignore"):
