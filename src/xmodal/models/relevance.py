@@ -581,18 +581,21 @@ def _corel_scorer(kind: str):
         if protocol_name != "corel5k":
             raise XmodalError(f"model {kind!r} only supports the 'corel5k' protocol")
 
+        fitted: dict = {}  # one fit serves both directions
+
         def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
             data = protocol.dataset
             if data is None:
                 from xmodal.data import load_corel5k
 
                 data = load_corel5k()
-            if kind == "cmrm":
-                model = fit_corel_cmrm(data)
-                images = data.blobs_test
-            else:
-                model, emb = fit_corel_crm(data)
-                images = blob_regions(data.blobs_test, emb)
+            if id(data) not in fitted:
+                if kind == "cmrm":
+                    fitted[id(data)] = (fit_corel_cmrm(data), data.blobs_test)
+                else:
+                    model, emb = fit_corel_crm(data)
+                    fitted[id(data)] = (model, blob_regions(data.blobs_test, emb))
+            model, images = fitted[id(data)]
             if len(direction.image_ids) != len(data.blobs_test):
                 raise XmodalError("the corel5k protocol must have the 500 test images")
             if direction.name == "i2t":
