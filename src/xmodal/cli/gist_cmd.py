@@ -1,4 +1,4 @@
-"""``xmodal gist``: rank knowledge-graph concepts (WordNet by default) for an image and a caption."""
+"""``xmodal gist``: rank knowledge-graph concepts (WordNet by default) for an image + caption."""
 
 from __future__ import annotations
 
@@ -26,6 +26,12 @@ def gist_command(
         None, "--model", help="Ranker JSON (default: the shipped one, trained on Flickr8K)."
     ),
     no_image: bool = typer.Option(False, "--no-image", help="Ignore the image (caption only)."),
+    keywords: bool = typer.Option(
+        False,
+        "--keywords",
+        help="Add `xmodal tag` keywords as extra image tags (experimental: "
+        "the shipped ranker was trained with ImageNet tags only).",
+    ),
 ) -> None:
     """What is this image-caption pair about? Ranked concepts with names and definitions.
 
@@ -56,7 +62,7 @@ def gist_command(
         kg = load_tsv_graph(graph)
     ranker = CoordinateAscentRanker.load(model) if model is not None else None
     with console.status("loading WordNet, spaCy and EfficientNet-Lite0", spinner="dots"):
-        det = GistDetector(graph=kg, ranker=ranker, use_image=not no_image)
+        det = GistDetector(graph=kg, ranker=ranker, use_image=not no_image, use_keywords=keywords)
         concepts = det.detect(image, caption, k=k)
     elapsed = time.time() - t0
     tags = [
@@ -64,19 +70,32 @@ def gist_command(
         for t in det.last_tags
     ]
     seeds = {
-        node: {"caption_mentions": info.caption_count,
-               "image_confidence": round(info.image_confidence, 4),
-               "mentions": info.mentions}
+        node: {
+            "caption_mentions": info.caption_count,
+            "image_confidence": round(info.image_confidence, 4),
+            "mentions": info.mentions,
+        }
         for node, info in det.last_seeds.items()
     }
     if as_json:
-        print(json.dumps({
-            "image": str(image), "caption": caption, "image_tags": tags, "seeds": seeds,
-            "concepts": concepts_as_dicts(concepts), "seconds": round(elapsed, 2),
-        }, indent=1))
+        print(
+            json.dumps(
+                {
+                    "image": str(image),
+                    "caption": caption,
+                    "image_tags": tags,
+                    "seeds": seeds,
+                    "concepts": concepts_as_dicts(concepts),
+                    "seconds": round(elapsed, 2),
+                },
+                indent=1,
+            )
+        )
         return
     if tags:
-        console.print("image tags: " + ", ".join(f"{t['label']} ({t['confidence']:.2f})" for t in tags))
+        console.print(
+            "image tags: " + ", ".join(f"{t['label']} ({t['confidence']:.2f})" for t in tags)
+        )
     if not concepts:
         console.print("no concept found: nothing in the caption or image links to the graph")
         return

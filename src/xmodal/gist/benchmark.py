@@ -55,7 +55,11 @@ def reference_grades(
 
 
 def literal_gist_queries(
-    dataset, graph: KnowledgeGraph, nlp=None, split: str = "test", query_index: int = 2,
+    dataset,
+    graph: KnowledgeGraph,
+    nlp=None,
+    split: str = "test",
+    query_index: int = 2,
     progress: Callable | None = None,
 ) -> list[GistQuery]:
     """One query per image of ``split``: caption #``query_index`` and the others' grades."""

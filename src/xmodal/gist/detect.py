@@ -1,14 +1,15 @@
 """End-to-end gist detection for one image and caption: the library behind ``xmodal gist``.
 
-    from xmodal.gist import GistDetector
-    det = GistDetector()                       # WordNet + the shipped ranker
-    for c in det.detect("photo.jpg", "A dog runs on the beach", k=5):
-        print(c.rank, c.name, c.definition)
+from xmodal.gist import GistDetector
+det = GistDetector()                       # WordNet + the shipped ranker
+for c in det.detect("photo.jpg", "A dog runs on the beach", k=5):
+    print(c.rank, c.name, c.definition)
 """
 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
@@ -57,6 +58,7 @@ class GistDetector:
         ranker: CoordinateAscentRanker | None = None,
         config: GistConfig | None = None,
         use_image: bool = True,
+        use_keywords: bool = False,
     ) -> None:
         if graph is None:
             from xmodal.gist.wordnet import load_wordnet_graph
@@ -66,13 +68,17 @@ class GistDetector:
         self.ranker = ranker or load_default_ranker()
         self.config = config or GistConfig()
         self.use_image = use_image
+        self.use_keywords = use_keywords
         self.last_tags: list[ImageTag] = []
         self.last_seeds: dict = {}
 
     def image_tags(self, image: str | os.PathLike) -> list[ImageTag]:
         from xmodal.gist.image_tags import image_logits, tags_from_logits
 
-        return tags_from_logits(image_logits([image])[0], self.graph)
+        tags = tags_from_logits(image_logits([image])[0], self.graph)
+        if self.use_keywords:
+            tags += keyword_tags(image)
+        return tags
 
     def detect(
         self,
@@ -101,11 +107,36 @@ class GistDetector:
         out = []
         for r, j in enumerate(order, start=1):
             node = self.graph.ids[cands.nodes[j]]
-            text = self.graph.text(node)
-            definition = text.split(": ", 1)[1] if ": " in text else text
-            out.append(GistConcept(r, node, self.graph.display_name(node), definition,
-                                   cands.kind[j], float(scores[j])))
+            definition = short_definition(self.graph.text(node))
+            out.append(
+                GistConcept(
+                    r,
+                    node,
+                    self.graph.display_name(node),
+                    definition,
+                    cands.kind[j],
+                    float(scores[j]),
+                )
+            )
         return out
+
+
+def keyword_tags(image: str | os.PathLike, n: int = 5) -> list[ImageTag]:
+    """``xmodal tag`` keywords of the image (the shipped keyword tagger) as extra image tags,
+    linked by looking the word up in the graph. The shipped gist ranker was trained without them."""
+    from xmodal.models.tagger import load_default_tagger
+
+    return [
+        ImageTag(word, float(min(max(score, 0.0), 1.0)))
+        for word, score in load_default_tagger().tag(image, n=n)
+    ]
+
+
+def short_definition(text: str) -> str:
+    """The definition part of a node text: after ``lemmas: `` and without quoted examples."""
+    definition = text.split(": ", 1)[1] if ": " in text else text
+    definition = re.sub(r';\s*"[^"]*"', "", definition).strip()
+    return definition or text
 
 
 def concepts_as_dicts(concepts: list[GistConcept]) -> list[dict]:

@@ -1,4 +1,4 @@
-"""The knowledge-graph interface gist detection runs on: typed directed edges, node labels and texts.
+"""The knowledge-graph interface of gist detection: typed directed edges, node labels and texts.
 
 A :class:`KnowledgeGraph` holds nodes (string ids, a display label, a descriptive text and an
 optional prominence prior), typed directed edges (``source -relation-> target``) and a lexicon
@@ -76,14 +76,18 @@ class KnowledgeGraph:
             try:
                 si, ti = self.index[s], self.index[t]
             except KeyError as exc:
-                raise XmodalError(f"knowledge graph: edge {s} -{r}-> {t} names an unknown node {exc}")
+                raise XmodalError(
+                    f"knowledge graph: edge {s} -{r}-> {t} names an unknown node {exc}"
+                )
             if si == ti:
                 continue
             src.append(si)
             dst.append(ti)
             rel.append(rel_names.setdefault(r, len(rel_names)))
         self.relations = list(rel_names)
-        self._set_edges(np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(rel, np.int64))
+        self._set_edges(
+            np.asarray(src, np.int64), np.asarray(dst, np.int64), np.asarray(rel, np.int64)
+        )
         self.lexicon: dict[str, list[int]] = {}
         for key, nodes in (lexicon or {}).items():
             for n in nodes:
@@ -129,13 +133,20 @@ class KnowledgeGraph:
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
         np.savez(
-            folder / "graph.npz", src=self.edge_src, dst=self.edge_dst, rel=self.edge_rel,
+            folder / "graph.npz",
+            src=self.edge_src,
+            dst=self.edge_dst,
+            rel=self.edge_rel,
             prior=self.prior,
         )
         meta = {
-            "ids": self.ids, "labels": self.labels, "texts": self.texts,
-            "relations": self.relations, "alpha": self.alpha,
-            "lexicon": self.lexicon, "extra": self._extra_state(),
+            "ids": self.ids,
+            "labels": self.labels,
+            "texts": self.texts,
+            "relations": self.relations,
+            "alpha": self.alpha,
+            "lexicon": self.lexicon,
+            "extra": self._extra_state(),
         }
         stats = getattr(self, "_ql_stats", None)
         if stats is not None:

@@ -4,7 +4,7 @@ Every mention gets up to ``max_senses`` candidate nodes from the graph's lexicon
 sense first). Ambiguous mentions are disambiguated by relatedness to the candidates of the other
 mentions and tags (the "graph connections to contextual mentions" heuristic of Weiland et al.):
 
-    score(c) = (sum over other mentions m' of w(m') * max_{c' of m'} rel(c, c') + eps) / (1 + rank(c)/2)
+    score(c) = (sum_{other mentions m'} w(m') max_{c' of m'} rel(c, c') + eps) / (1 + rank(c)/2)
 
 so with no related context the preferred (first) sense wins. Image tags that name a node (an
 ImageNet class is a WordNet synset) are linked directly; optionally each tag is also *lifted* to
@@ -137,9 +137,7 @@ def link(
                 for gj, other in enumerate(groups):
                     if gj == gi:
                         continue
-                    ctx += other[1] * max(
-                        (R[pos[c], pos[o]] if o != c else 0.0) for o in other[2]
-                    )
+                    ctx += other[1] * max((R[pos[c], pos[o]] if o != c else 0.0) for o in other[2])
                 score = (ctx + CONTEXT_EPS) / (1.0 + rank / 2.0)
                 if score > best_score:
                     best, best_score = c, score

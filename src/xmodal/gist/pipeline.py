@@ -108,8 +108,9 @@ def build_candidates(
 ) -> Candidates:
     """Run link, connect, expand, cluster and select for one pair; compute candidate features."""
     cfg = config or GistConfig()
-    seeds = link(graph, mentions, tags, max_senses=cfg.max_senses, lift_tags=cfg.lift_tags,
-                 limit=cfg.limit)
+    seeds = link(
+        graph, mentions, tags, max_senses=cfg.max_senses, lift_tags=cfg.lift_tags, limit=cfg.limit
+    )
     seed_idx = sorted(graph.idx(s) for s in seeds)
     if not seed_idx:
         return Candidates(np.zeros(0, np.int64), [], np.zeros((0, len(FEATURES))), seeds, [])
@@ -141,8 +142,11 @@ def build_candidates(
     crel = np.zeros((len(clusters), n))
     for c, rows in enumerate(cl_rows):
         denom = np.array(
-            [len(rows) - (1 if (nodes[j] in core_pos and core_pos[nodes[j]] in rows) else 0)
-             for j in range(n)], dtype=np.float64,
+            [
+                len(rows) - (1 if (nodes[j] in core_pos and core_pos[nodes[j]] in rows) else 0)
+                for j in range(n)
+            ],
+            dtype=np.float64,
         )
         crel[c] = np.where(denom > 0, R_c[rows].sum(axis=0) / np.maximum(denom, 1), 0.0)
 

@@ -23,7 +23,9 @@ from xmodal.errors import XmodalError
 
 
 # ---------------------------------------------------------------------- metrics
-def average_precision(ranked: Sequence, relevant: set | dict, n_relevant: int | None = None) -> float:
+def average_precision(
+    ranked: Sequence, relevant: set | dict, n_relevant: int | None = None
+) -> float:
     """AP of a ranked list; ``n_relevant`` defaults to ``len(relevant)`` (NaN when 0)."""
     total = len(relevant) if n_relevant is None else n_relevant
     if total == 0:
@@ -46,8 +48,10 @@ def ndcg_at(ranked: Sequence, grades: dict, k: int = 10, binary: bool = False) -
     """nDCG@k with gains ``2^grade - 1`` (or 1 per relevant item) and log2(rank + 1) discounts."""
     if not grades:
         return float("nan")
-    gain = (lambda g: 1.0) if binary else (lambda g: 2.0 ** g - 1.0)
-    dcg = sum(gain(grades[x]) / np.log2(r + 2) for r, x in enumerate(list(ranked)[:k]) if x in grades)
+    gain = (lambda g: 1.0) if binary else (lambda g: 2.0**g - 1.0)
+    dcg = sum(
+        gain(grades[x]) / np.log2(r + 2) for r, x in enumerate(list(ranked)[:k]) if x in grades
+    )
     ideal = sorted((gain(g) for g in grades.values()), reverse=True)[:k]
     idcg = sum(g / np.log2(r + 2) for r, g in enumerate(ideal))
     return float(dcg / idcg) if idcg > 0 else float("nan")
@@ -110,9 +114,9 @@ class CoordinateAscentRanker:
         qid = np.asarray(qid)
         if X.ndim != 2 or len(X) != len(y) or len(y) != len(qid):
             raise XmodalError("ranker: X, y and qid must have matching lengths")
-        self.feature_names_ = list(feature_names) if feature_names else [
-            f"f{i}" for i in range(X.shape[1])
-        ]
+        self.feature_names_ = (
+            list(feature_names) if feature_names else [f"f{i}" for i in range(X.shape[1])]
+        )
         self.mean_ = X.mean(axis=0)
         sd = X.std(axis=0)
         self.scale_ = np.where(sd > 1e-12, sd, 1.0)
@@ -168,9 +172,7 @@ class CoordinateAscentRanker:
             raise XmodalError("ranker is not fitted: call fit() or load()")
         X = np.asarray(X, dtype=np.float64)
         if X.shape[1] != len(self.weights_):
-            raise XmodalError(
-                f"ranker expects {len(self.weights_)} features, got {X.shape[1]}"
-            )
+            raise XmodalError(f"ranker expects {len(self.weights_)} features, got {X.shape[1]}")
         return ((X - self.mean_) / self.scale_) @ self.weights_
 
     # ------------------------------------------------------------------ persistence
@@ -183,8 +185,11 @@ class CoordinateAscentRanker:
             "weights": [float(v) for v in self.weights_],
             "train_map": float(self.train_map_),
             "hyperparameters": {
-                "n_restarts": self.n_restarts, "n_passes": self.n_passes, "tol": self.tol,
-                "steps": list(self.steps), "seed": self.seed,
+                "n_restarts": self.n_restarts,
+                "n_passes": self.n_passes,
+                "tol": self.tol,
+                "steps": list(self.steps),
+                "seed": self.seed,
             },
         }
 
@@ -196,7 +201,13 @@ class CoordinateAscentRanker:
         if d.get("type") != "gist-coordinate-ascent":
             raise XmodalError("not a gist ranker file (type must be 'gist-coordinate-ascent')")
         hp = d.get("hyperparameters", {})
-        r = cls(**{k: v for k, v in hp.items() if k in {"n_restarts", "n_passes", "tol", "steps", "seed"}})
+        r = cls(
+            **{
+                k: v
+                for k, v in hp.items()
+                if k in {"n_restarts", "n_passes", "tol", "steps", "seed"}
+            }
+        )
         r.feature_names_ = list(d["features"])
         r.mean_ = np.asarray(d["mean"], dtype=np.float64)
         r.scale_ = np.asarray(d["scale"], dtype=np.float64)

@@ -25,7 +25,9 @@ from xmodal.gist.graph import KnowledgeGraph
 
 def _rows(path: Path) -> list[list[str]]:
     if not path.is_file():
-        raise XmodalError(f"graph file not found: {path} (a TSV graph folder needs nodes.tsv and edges.tsv)")
+        raise XmodalError(
+            f"graph file not found: {path} (a TSV graph folder needs nodes.tsv and edges.tsv)"
+        )
     with open(path, encoding="utf-8", newline="") as f:
         rows = [r for r in csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)]
     rows = [r for r in rows if r and not r[0].startswith("#")]
@@ -60,7 +62,8 @@ def load_tsv_graph(folder: str | os.PathLike, alpha: float = 0.5) -> KnowledgeGr
     for n, row in enumerate(_rows(folder / "edges.tsv"), start=2):
         if len(row) < 3:
             raise XmodalError(
-                f"{folder / 'edges.tsv'} line {n}: expected source, relation, target (tab-separated)"
+                f"{folder / 'edges.tsv'} line {n}: expected source, relation, target "
+                "(tab-separated)"
             )
         edges.append((row[0].strip(), row[1].strip(), row[2].strip()))
     if not ids:

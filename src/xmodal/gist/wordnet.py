@@ -7,7 +7,8 @@ from ``index.sense`` (WordNet's analogue of a Wikipedia in-degree prominence pri
 
 The files come from the Debian packages ``wordnet-base`` + ``wordnet-sense-index``
 (``/usr/share/wordnet``), ``$XMODAL_WORDNET``, or an NLTK data folder (``corpora/wordnet``). They
-are parsed directly (no NLTK needed, about two seconds) and the parsed graph is memoised per process.
+are parsed directly (no NLTK needed), cached on disk under ``cache_dir()/gist`` and memoised per
+process.
 ImageNet ids (``n02084071``) map to synsets by offset: :meth:`WordNetGraph.from_wnid`.
 """
 
@@ -42,10 +43,26 @@ POINTERS = {
 POS = {"n": "noun", "v": "verb"}
 # Morphy's detachment rules (WordNet morphy(7WN)).
 _RULES = {
-    "n": [("s", ""), ("ses", "s"), ("xes", "x"), ("zes", "z"), ("ches", "ch"), ("shes", "sh"),
-          ("men", "man"), ("ies", "y")],
-    "v": [("s", ""), ("ies", "y"), ("es", "e"), ("es", ""), ("ed", "e"), ("ed", ""), ("ing", "e"),
-          ("ing", "")],
+    "n": [
+        ("s", ""),
+        ("ses", "s"),
+        ("xes", "x"),
+        ("zes", "z"),
+        ("ches", "ch"),
+        ("shes", "sh"),
+        ("men", "man"),
+        ("ies", "y"),
+    ],
+    "v": [
+        ("s", ""),
+        ("ies", "y"),
+        ("es", "e"),
+        ("es", ""),
+        ("ed", "e"),
+        ("ed", ""),
+        ("ing", "e"),
+        ("ing", ""),
+    ],
 }
 
 
@@ -204,7 +221,9 @@ def _parse(root: Path) -> WordNetGraph:
             edges.append((offsets[(pos, off)], rel, t))
     for pos, lem in order.items():
         for lemma, offs in lem.items():
-            lexicon.setdefault(lemma, []).extend(offsets[(pos, o)] for o in offs if (pos, o) in offsets)
+            lexicon.setdefault(lemma, []).extend(
+                offsets[(pos, o)] for o in offs if (pos, o) in offsets
+            )
     exceptions: dict[tuple[str, str], list[str]] = {}
     for pos, name in (("n", "noun"), ("v", "verb")):
         exc = root / f"{name}.exc"
@@ -218,8 +237,14 @@ def _parse(root: Path) -> WordNetGraph:
                         ]
     # Labels are added to the lexicon by the base class; keep WordNet's own sense order first.
     g = WordNetGraph(
-        ids, labels, texts, edges, lexicon=lexicon, prior=prior,
-        offsets=offsets, exceptions=exceptions,
+        ids,
+        labels,
+        texts,
+        edges,
+        lexicon=lexicon,
+        prior=prior,
+        offsets=offsets,
+        exceptions=exceptions,
     )
     return g
 
