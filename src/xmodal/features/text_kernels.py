@@ -429,6 +429,7 @@ class TrigramKernel(TextKernel):
 
             sim = build_similarity(sim, train_docs, max_neighbors=self.max_neighbors)
         self.similarity_ = sim
+        self._diag_cache: dict[str, np.ndarray] = {}  # self-kernels of recently seen doc sets
         return self
 
     # -- features
@@ -472,19 +473,34 @@ class TrigramKernel(TextKernel):
         weights = self._word_weights(vocab)
         S = self._sim_matrix(vocab)
         K = np.zeros((len(A), len(B)))
+        key_a = _digest(A)
+        key_b = key_a if docs_b is None else _digest(B)
+        cache = self.__dict__.setdefault("_diag_cache", {})
+        need_a = self.normalize and docs_b is not None and key_a not in cache
+        need_b = self.normalize and docs_b is not None and key_b not in cache
         da = np.zeros(len(A))
         db = np.zeros(len(B))
         for l in range(1, self.k + 1):
             sa = self._side(fa, base, weights, l)
             sb = sa if docs_b is None else self._side(fb, base, weights, l)
             K += self._cross(sa, sb, len(A), len(B), base, l, S)
-            if self.normalize:
+            if need_a:
                 da += self._self(sa, len(A), base, l, S)
-                if docs_b is not None:
-                    db += self._self(sb, len(B), base, l, S)
+            if need_b:
+                db += self._self(sb, len(B), base, l, S)
         if docs_b is None:
-            db = da
-        return _normalize(K, da, db) if self.normalize else K
+            cache[key_a] = np.diag(K).copy()
+        else:
+            if need_a:
+                cache[key_a] = da
+            if need_b:
+                cache[key_b] = db
+        if len(cache) > 8:  # keep the most recent few
+            for old in list(cache)[: len(cache) - 8]:
+                del cache[old]
+        if not self.normalize:
+            return K
+        return _normalize(K, cache[key_a], cache[key_b])
 
     # -- the split expansion: side A expanded at its last position(s), side B at the first ones
     def _light(self, side, l, S):
@@ -494,25 +510,29 @@ class TrigramKernel(TextKernel):
             words, vals, rows = _expand(words, vals, rows, p, S)
         return rows, words, vals
 
-    def _heavy(self, side, l, S):
+    def _heavy(self, side, l, S, ends: np.ndarray | None = None, base: int = 0):
+        """Expand the first ``ceil(l/2)`` positions; with ``ends`` (sorted codes of the
+        (first, last) word pairs present on the other side), prune after the first expansion."""
         rows, words, vals = side
         n_heavy = l - l // 2
         for p in range(n_heavy) if S is not None else ():
             words, vals, rows = _expand(words, vals, rows, p, S)
+            if p == 0 and n_heavy > 1 and ends is not None and len(words):
+                keep = _isin_sorted(words[:, 0] * base + words[:, -1], ends)
+                words, vals, rows = words[keep], vals[keep], rows[keep]
         return rows, words, vals
 
     def _cross(self, sa, sb, na, nb, base, l, S) -> np.ndarray:
         ra, wa, va = self._light(sa, l, S)
         ra, ca, va = _coalesce(ra, _encode(wa, base), va)
-        uniq = np.unique(ca)
-        Xa = sp.csr_matrix((va, (ra, np.searchsorted(uniq, ca))), shape=(na, len(uniq)))
+        uniq = _unique(ca)
+        ends = _unique(wa[:, 0] * base + wa[:, -1]) if l >= 3 and S is not None else None
+        Xa = sp.csr_matrix((va, (ra, _locate(uniq, ca)[0])), shape=(na, len(uniq)))
         out = np.zeros((na, nb))
         for lo, hi in self._row_chunks(sb, l, S):
-            rb, wb, vb = self._heavy(_rows_slice(sb, lo, hi), l, S)
+            rb, wb, vb = self._heavy(_rows_slice(sb, lo, hi), l, S, ends, base)
             cb = _encode(wb, base)
-            j = np.searchsorted(uniq, cb)
-            j[j >= len(uniq)] = 0
-            keep = (len(uniq) > 0) & (uniq[j] == cb) if len(uniq) else np.zeros(len(cb), bool)
+            j, keep = _locate(uniq, cb)
             Yb = sp.csr_matrix(
                 (vb[keep], (rb[keep] - lo, j[keep])), shape=(hi - lo, max(len(uniq), 1))
             )
@@ -525,13 +545,15 @@ class TrigramKernel(TextKernel):
         for lo, hi in self._row_chunks(side, l, S):
             part = _rows_slice(side, lo, hi)
             ra, wa, va = self._light(part, l, S)
-            rb, wb, vb = self._heavy(part, l, S)
+            ends = _unique(wa[:, 0] * base + wa[:, -1]) if l >= 3 and S is not None else None
+            rb, wb, vb = self._heavy(part, l, S, ends, base)
             ra, ca, va = _coalesce(ra, _encode(wa, base), va)
-            rb, cb, vb = _coalesce(rb, _encode(wb, base), vb)
-            # row-wise dot products of the two expansions over a shared code space
-            uniq, inv = np.unique(np.concatenate([ca, cb]), return_inverse=True)
-            Xa = sp.csr_matrix((va, (ra - lo, inv[: len(ca)])), shape=(hi - lo, len(uniq)))
-            Xb = sp.csr_matrix((vb, (rb - lo, inv[len(ca) :])), shape=(hi - lo, len(uniq)))
+            # row-wise dot products of the two expansions over the light side's code space
+            uniq = _unique(ca)
+            cb = _encode(wb, base)
+            j, keep = _locate(uniq, cb)
+            Xa = sp.csr_matrix((va, (ra - lo, _locate(uniq, ca)[0])), shape=(hi - lo, len(uniq)))
+            Xb = sp.csr_matrix((vb[keep], (rb[keep] - lo, j[keep])), shape=(hi - lo, len(uniq)))
             out[lo:hi] = np.asarray(Xa.multiply(Xb).sum(1)).ravel()
         return out
 
@@ -556,6 +578,44 @@ class TrigramKernel(TextKernel):
         if lo < n:
             bounds.append((lo, n))
         return bounds
+
+
+def _unique(x: np.ndarray) -> np.ndarray:
+    """Sorted unique values (sort-based: faster than numpy's hash unique for big int64 arrays)."""
+    if len(x) == 0:
+        return x
+    x = np.sort(x)
+    keep = np.empty(len(x), dtype=bool)
+    keep[0] = True
+    np.not_equal(x[1:], x[:-1], out=keep[1:])
+    return x[keep]
+
+
+def _digest(docs: list[list[list[str]]]) -> str:
+    import hashlib
+
+    h = hashlib.sha1()
+    for d in docs:
+        h.update("\x1e".join("\x1f".join(c) for c in d).encode())
+        h.update(b"\x1d")
+    return h.hexdigest()
+
+
+def _locate(sorted_uniq: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions of ``x`` in ``sorted_uniq`` and whether each is present. The needles are sorted
+    first: binary search with sorted needles is cache-friendly (10x faster for millions)."""
+    if len(sorted_uniq) == 0 or len(x) == 0:
+        return np.zeros(len(x), dtype=np.int64), np.zeros(len(x), dtype=bool)
+    order = np.argsort(x, kind="stable")
+    js = np.searchsorted(sorted_uniq, x[order])
+    js[js >= len(sorted_uniq)] = 0
+    j = np.empty_like(js)
+    j[order] = js
+    return j, sorted_uniq[j] == x
+
+
+def _isin_sorted(x: np.ndarray, sorted_uniq: np.ndarray) -> np.ndarray:
+    return _locate(sorted_uniq, x)[1]
 
 
 def _rows_slice(side, lo, hi):
