@@ -109,3 +109,18 @@ def test_descriptors_and_words_on_synthetic_image():
     assert maps["colour"][0, 0] == 0 and maps["colour"][0, -1] == 1
     assert maps["sift"].shape == (28, 28)
     np.testing.assert_array_equal(nearest_word(np.array([[0.9, 0.1]]), np.eye(2)), [0])
+
+
+def test_dense_sift_is_translation_equivariant_and_normalised():
+    rng = np.random.default_rng(0)
+    img = rng.integers(0, 255, size=(224, 224, 3), dtype=np.uint8)
+    shifted = np.roll(img, 8, axis=1)  # one grid step to the right
+    a, b = sift_descriptors(img), sift_descriptors(shifted)
+    np.testing.assert_allclose(b[3:-3, 4:-3], a[3:-3, 3:-4], atol=1e-3)
+    norms = np.linalg.norm(a.reshape(-1, 128), axis=1)
+    np.testing.assert_allclose(norms, 512.0, rtol=1e-4)
+    # a vertical step edge puts its energy in the horizontal-gradient orientation bin (0)
+    edge = np.zeros((224, 224, 3), np.uint8)
+    edge[:, 116:] = 255
+    d = sift_descriptors(edge)[14, 14].reshape(4, 4, 8)
+    assert d[..., 0].sum() > 5 * d[..., 1:].sum()
