@@ -285,3 +285,16 @@ def test_neighbour_cap_bounds_degree_and_keeps_symmetry():
     assert abs(M - M.T).max() == 0.0
     assert np.allclose(M.diagonal(), 1.0)
     assert s.value("5", "0") == pytest.approx(0.99) or np.diff(M.indptr)[0] == 7
+
+
+def test_tagrank_single_rank_variants():
+    train = [[["dog", "run"]], [["run", "dog"]], [["dog", "sit"]]]
+    a, b = [[["dog", "run"]]], [[["run", "dog"]]]
+    both = make_text_kernel("tagrank").fit(train)
+    ab = make_text_kernel("tagrank-abs").fit(train)
+    rel = make_text_kernel("tagrank-rel").fit(train)
+    assert both.kernel(a, b)[0, 0] == pytest.approx(
+        0.5 * (ab.kernel(a, b)[0, 0] + rel.kernel(a, b)[0, 0])
+    )
+    a3 = 1 / math.log2(3)
+    assert ab.kernel(a, b)[0, 0] == pytest.approx(math.exp(-2 * (1 - a3) ** 2 / (1 + a3) / ab.omega_a_))

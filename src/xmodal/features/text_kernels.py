@@ -18,7 +18,7 @@ caption: the first). Names understood by :func:`make_text_kernel`:
 ``bow{1,5}-idf``    counts reweighted by IDF ``lambda_w = log((N+1)/(df_w+1))``
 ``bow{1,5}-sqrtidf`` counts reweighted by ``sqrt(lambda_w)`` (the paper's best BoW5)
 ``tagrank``         Hwang & Grauman absolute/relative tag-rank chi^2 kernels, averaged over the
-                    caption pairs of two docs
+                    caption pairs of two docs (``tagrank-abs`` / ``tagrank-rel``: one of the two)
 ``tri1``/``tri5``   trigram (ordered subsequences k <= 3, gaps free, lambda = 0.5), the kernel
                     responses summed over the cross product of captions, then normalised
 ``tri5-idf``        sequence weight = geometric mean of the word IDFs (``-sqrtidf``: of sqrt IDF)
@@ -39,6 +39,9 @@ import numpy as np
 import scipy.sparse as sp
 
 from xmodal.errors import XmodalError
+
+# Bump when a kernel's values change, so that callers' disk caches of kernel matrices miss.
+KERNELS_VERSION = "1"
 
 Doc = Sequence[Sequence[Any]]  # captions -> tokens (str or (lemma, pos))
 
@@ -180,9 +183,11 @@ class TagRankKernel(TextKernel):
     training sentences. For docs with several captions the sentence-pair values are averaged.
     """
 
-    def __init__(self, max_captions: int | None = None, n_omega_pairs: int = 20000, seed: int = 0):
+    def __init__(self, max_captions: int | None = None, ranks: str = "both", seed: int = 0):
+        if ranks not in ("both", "absolute", "relative"):
+            raise XmodalError(f"ranks must be 'both', 'absolute' or 'relative', got {ranks!r}")
         self.max_captions = max_captions
-        self.n_omega_pairs = n_omega_pairs
+        self.ranks = ranks
         self.seed = seed
 
     @staticmethod
@@ -267,9 +272,12 @@ class TagRankKernel(TextKernel):
         vocab = _Vocab()
         (ra, aa), _ = self._sentence_vectors(sents_a, vocab)
         (rb, ab), _ = self._sentence_vectors(sents_b, vocab)
-        Kr = np.exp(-self._chi2(ra, rb) / self.omega_r_)
+        if self.ranks == "relative":
+            return np.exp(-self._chi2(ra, rb) / self.omega_r_)
         Ka = np.exp(-self._chi2(aa, ab) / self.omega_a_)
-        return 0.5 * (Kr + Ka)
+        if self.ranks == "absolute":
+            return Ka
+        return 0.5 * (np.exp(-self._chi2(ra, rb) / self.omega_r_) + Ka)
 
     def kernel(self, docs_a, docs_b=None, chunk: int = 2000) -> np.ndarray:
         A = _clean_docs(docs_a, self.max_captions)
@@ -646,8 +654,13 @@ def make_text_kernel(name: str, **overrides: Any) -> TextKernel:
         idf = {"": None, "idf": "idf", "sqrtidf": "sqrt"}[var]
         kw: dict[str, Any] = {"idf": idf, "max_captions": 1 if base == "bow1" else None}
         return BowKernel(**(kw | overrides))
-    if key in ("tagrank", "tagrank5", "tagrank1"):
-        return TagRankKernel(**({"max_captions": 1 if key == "tagrank1" else None} | overrides))
+    if key.startswith("tagrank"):
+        base, _, var = key.partition("-")
+        if base not in ("tagrank", "tagrank5", "tagrank1") or var not in ("", "abs", "rel"):
+            raise XmodalError(f"unknown text kernel {name!r}")
+        kw = {"max_captions": 1 if base == "tagrank1" else None,
+              "ranks": {"": "both", "abs": "absolute", "rel": "relative"}[var]}
+        return TagRankKernel(**(kw | overrides))
     if key.startswith("tri"):
         kw = {"max_captions": 1 if key.startswith("tri1") else None}
         rest = key[4:] if key[:4] in ("tri1", "tri5") else None
@@ -680,6 +693,7 @@ def make_text_kernel(name: str, **overrides: Any) -> TextKernel:
 
 KERNEL_NAMES = (
     "bow1", "bow5", "bow1-idf", "bow5-idf", "bow1-sqrtidf", "bow5-sqrtidf", "tagrank",
+    "tagrank-abs", "tagrank-rel",
     "tri1", "tri5", "tri5-idf", "tri5-sqrtidf", "tri5-align", "tri5-dist", "tri5-lin",
     "tri5-align-dist", "tri5-align-dist-sqrtidf", "tri5sem",
 )
