@@ -1,1 +1,192 @@
-"""Command module placeholder: its owner fills in the commands."""
+"""Photo search commands: ``xmodal index``, ``search``, ``similar``, ``describe``, ``photos``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from xmodal.cli._app import app, console
+from xmodal.errors import XmodalError
+
+DB_HELP = "Photo index database (default: $XMODAL_DB or ~/.local/share/xmodal/photos.db)."
+MODEL_HELP = "Embedding model: default dual encoder, a saved model directory, or openclip:ARCH:CKPT."
+
+
+def _open(db: Path | None, model: str | None, create: bool = False):
+    from xmodal.index import PhotoIndex
+
+    return PhotoIndex(db, model_spec=model, create=create)
+
+
+def _print_results(title: str, results, as_json: bool, query: str) -> None:
+    if as_json:
+        typer.echo(json.dumps({"query": query, "results": [r.to_dict() for r in results]}, indent=2))
+        return
+    table = Table(title=title)
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("path")
+    for n, r in enumerate(results, start=1):
+        table.add_row(str(n), f"{r.score:.3f}", r.path)
+    console.print(table)
+    if not results:
+        console.print("[yellow]no results: is the index empty? run 'xmodal index FOLDER'[/]")
+
+
+@app.command("index")
+def index_command(
+    folder: Path = typer.Argument(..., help="Folder of photos (searched recursively)."),
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
+    captions: Path | None = typer.Option(
+        None, "--captions", help="Optional CSV/JSONL file of (image, caption) to store."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the update statistics as JSON."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+) -> None:
+    """Index a folder of photos: new, changed and deleted files; unreadable files are skipped.
+
+    Safe to interrupt at any moment; running it again finishes the job without duplicates.
+
+    Examples:
+
+      xmodal index ~/Pictures
+
+      xmodal index ./photos --db photos.db --captions captions.csv
+    """
+    from xmodal.data.folder import read_captions
+
+    caps = read_captions(captions) if captions is not None else None
+    index = _open(db, model, create=True)
+    stats = index.update(folder, captions=caps, progress=not quiet)
+    if as_json:
+        typer.echo(json.dumps(stats.to_dict(), indent=2))
+        return
+    console.print(
+        f"indexed {stats.added} new and {stats.updated} changed photos, {stats.unchanged} "
+        f"unchanged, {stats.deleted} removed, {stats.skipped} skipped "
+        f"({stats.elapsed_s:.1f} s, {stats.images_per_s:.1f} images/s) -> {index.db_path}"
+    )
+    for reason, n in sorted(stats.skip_reasons.items()):
+        console.print(f"  skipped {n}: {reason}")
+
+
+@app.command("search")
+def search_command(
+    query: str = typer.Argument(..., help="A sentence describing the photos you want."),
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    k: int = typer.Option(10, "-k", "--top", help="Number of results."),
+    model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON: {query, results: [{path, score}]}"),
+) -> None:
+    """Search indexed photos by sentence.
+
+    Examples:
+
+      xmodal search "a cat sleeping on a sofa"
+
+      xmodal search "children playing in the snow" -k 5 --json
+    """
+    index = _open(db, model)
+    _print_results(f"search: {query}", index.search(query, k), as_json, query)
+
+
+@app.command("similar")
+def similar_command(
+    image: Path = typer.Argument(..., help="An image: indexed or not."),
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    k: int = typer.Option(10, "-k", "--top", help="Number of results."),
+    model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON: {query, results: [{path, score}]}"),
+) -> None:
+    """Find indexed photos like an image.
+
+    Example:
+
+      xmodal similar ~/Pictures/cat.jpg -k 5
+    """
+    index = _open(db, model)
+    _print_results(f"similar to {image}", index.similar(image, k), as_json, str(image))
+
+
+@app.command("describe")
+def describe_command(
+    image: Path = typer.Argument(..., help="The image to describe."),
+    captions: Path = typer.Option(
+        ..., "--captions", help="Pool of captions: a text file (one per line), CSV or JSONL."
+    ),
+    k: int = typer.Option(5, "-k", "--top", help="Number of captions."),
+    model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON: {image, results: [{caption, score}]}"),
+) -> None:
+    """Rank a pool of captions for an image (image annotation as ranking).
+
+    Example:
+
+      xmodal describe photo.jpg --captions captions.txt -k 3
+    """
+    from xmodal.index.photo_index import load_model, rank_captions
+
+    ranked = rank_captions(load_model(model), str(image), _caption_pool(captions), k)
+    if as_json:
+        typer.echo(json.dumps(
+            {"image": str(image), "results": [{"caption": c, "score": s} for c, s in ranked]},
+            indent=2,
+        ))
+        return
+    table = Table(title=f"captions for {image}")
+    table.add_column("#", justify="right")
+    table.add_column("score", justify="right")
+    table.add_column("caption")
+    for n, (c, s) in enumerate(ranked, start=1):
+        table.add_row(str(n), f"{s:.3f}", c)
+    console.print(table)
+
+
+def _caption_pool(path: Path) -> list[str]:
+    if not path.is_file():
+        raise XmodalError(f"captions file not found: {path}")
+    if path.suffix.lower() in (".csv", ".jsonl", ".ndjson", ".json"):
+        from xmodal.data.folder import read_captions
+
+        return [c for caps in read_captions(path).values() for c in caps]
+    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
+    pool = [line for line in lines if line]
+    if not pool:
+        raise XmodalError(f"{path}: no captions in the file")
+    return pool
+
+
+@app.command("photos")
+def photos_command(
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    skipped: bool = typer.Option(False, "--skipped", help="List skipped files and why."),
+    rebuild: bool = typer.Option(False, "--rebuild", help="Rebuild the FAISS index from SQLite."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Show the state of a photo index (counts, model, skipped files).
+
+    Example:
+
+      xmodal photos --skipped
+    """
+    from xmodal.index import PhotoIndex
+
+    index = PhotoIndex(db, create=False)
+    info = index.stats()
+    if rebuild:
+        index.model_spec = None
+        info["ann_vectors"] = index.rebuild_ann()
+    if skipped:
+        info["skipped_files"] = [{"path": p, "reason": r} for p, r in index.skipped()]
+    if as_json:
+        typer.echo(json.dumps(info, indent=2))
+        return
+    for key, value in info.items():
+        if key != "skipped_files":
+            console.print(f"{key:>14}: {value}")
+    for item in info.get("skipped_files", []):
+        console.print(f"  skipped: {item['path']} ({item['reason']})")

@@ -1,0 +1,362 @@
+"""PhotoIndex: index a folder of photos and search it by sentence or by example image.
+
+The CLI (``xmodal index / search / similar / describe``) and the HTTP server both call this.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xmodal.errors import XmodalError
+from xmodal.index.ann import AnnIndex
+from xmodal.index.scan import file_sha1, load_checked, walk_images
+from xmodal.index.store import Store
+
+BATCH = 16  # images embedded and committed per transaction
+
+
+def default_db_path() -> Path:
+    """``$XMODAL_DB``, else ``~/.local/share/xmodal/photos.db``."""
+    env = os.environ.get("XMODAL_DB")
+    if env:
+        return Path(env).expanduser()
+    base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
+    return base / "xmodal" / "photos.db"
+
+
+def load_model(spec: str | None) -> Any:
+    """An embedding model from a spec: None / "dual" (the default), a saved model directory,
+    ``openclip:ARCH:CHECKPOINT``, or ``python:module:factory`` for a custom model object with
+    ``embed_images``, ``embed_texts`` and ``dim``."""
+    if spec and spec.startswith("python:"):
+        _, module, attr = spec.split(":", 2)
+        try:
+            factory = getattr(importlib.import_module(module), attr)
+        except (ImportError, AttributeError) as exc:
+            raise XmodalError(f"cannot load model {spec!r}: {exc}") from exc
+        return factory()
+    from xmodal.models.dual import load_embedding_model
+
+    return load_embedding_model(spec)
+
+
+def model_id(model: Any, spec: str | None) -> str:
+    """A stable identifier of a model's embedding space (vectors of other models are stale)."""
+    explicit = getattr(model, "model_id", None)
+    if isinstance(explicit, str):
+        return explicit
+    params: dict[str, Any] = {"spec": spec or "dual", "dim": int(model.dim)}
+    if hasattr(model, "get_params"):
+        params["params"] = model.get_params()
+    meta = getattr(model, "meta_", None)
+    if isinstance(meta, dict):
+        params["meta"] = meta
+    digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
+    return f"{spec or 'dual'}@{digest[:12]}"
+
+
+@dataclass
+class SearchResult:
+    path: str
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class UpdateStats:
+    folder: str
+    seen: int = 0
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    skipped: int = 0
+    skip_reasons: dict[str, int] = field(default_factory=dict)
+    elapsed_s: float = 0.0
+
+    @property
+    def images_per_s(self) -> float:
+        done = self.added + self.updated
+        return done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["images_per_s"] = round(self.images_per_s, 2)
+        return d
+
+
+class PhotoIndex:
+    """A photo collection in one SQLite file (plus a rebuildable ``.faiss`` beside it)."""
+
+    def __init__(
+        self,
+        db_path: str | os.PathLike | None = None,
+        model: Any = None,
+        model_spec: str | None = None,
+        create: bool = True,
+    ):
+        self.db_path = Path(db_path).expanduser() if db_path else default_db_path()
+        self.store = Store(self.db_path, create=create)
+        self.model_spec = model_spec
+        self._model = model
+        self._ann: AnnIndex | None = None
+
+    # ----- model ----------------------------------------------------------------------------
+    @property
+    def model(self) -> Any:
+        if self._model is None:
+            self._model = load_model(self.model_spec)
+        return self._model
+
+    @property
+    def model_id(self) -> str:
+        return model_id(self.model, self.model_spec)
+
+    @property
+    def ann(self) -> AnnIndex:
+        if self._ann is None or self._ann.model_id != self.model_id:
+            self._ann = AnnIndex(self.store, self.model_id, int(self.model.dim))
+        return self._ann
+
+    def close(self) -> None:
+        self.store.close()
+
+    # ----- indexing ---------------------------------------------------------------------------
+    def update(
+        self,
+        folder: str | os.PathLike,
+        captions: dict[str, list[str]] | None = None,
+        progress: bool = True,
+        on_batch: Callable[[UpdateStats], None] | None = None,
+    ) -> UpdateStats:
+        """Bring the index in line with ``folder``: embed new and changed images, forget deleted
+        ones, record unreadable files with a reason. Safe to interrupt at any moment; running it
+        again finishes the job. ``captions`` maps image paths (absolute, or relative to the
+        folder) to caption texts to store with them."""
+        from tqdm.auto import tqdm
+
+        root = Path(folder).expanduser()
+        if not root.is_dir():
+            raise XmodalError(f"not a folder: {root}")
+        root = root.resolve()
+        t0 = time.perf_counter()
+        stats = UpdateStats(str(root))
+        mid = self.model_id
+        files, others = walk_images(root)
+        known = self.store.files_under(str(root))
+        stats.seen = len(files)
+        caption_map = _resolve_captions(captions or {}, root)
+
+        todo = []  # (FileInfo, sha1, existing record or None)
+        seen_paths = set()
+        with self.store.transaction() as conn:
+            for path, reason in others:
+                seen_paths.add(path)
+                rec = known.get(path)
+                if rec is None or rec.reason != reason:
+                    self.store.upsert_file(conn, path, 0, 0, None, None, None, "skipped", reason)
+                _count_skip(stats, reason)
+            for info in files:
+                seen_paths.add(info.path)
+                rec = known.get(info.path)
+                if rec is not None and rec.size == info.size and rec.mtime_ns == info.mtime_ns:
+                    if rec.status == "skipped":
+                        stats.skipped += 1
+                        _count_skip(stats, rec.reason or "skipped", count_total=False)
+                        continue
+                    if rec.has_vector and self._vector_model(rec.id) == mid:
+                        stats.unchanged += 1
+                        continue
+                try:
+                    sha1 = file_sha1(info.path)
+                except OSError as exc:
+                    self.store.upsert_file(conn, info.path, info.size, info.mtime_ns, None, None,
+                                           None, "skipped", f"cannot read: {exc.strerror}")
+                    _count_skip(stats, "cannot read")
+                    continue
+                if (rec is not None and rec.sha1 == sha1 and rec.has_vector
+                        and self._vector_model(rec.id) == mid):
+                    self.store.touch_file(conn, rec.id, info.size, info.mtime_ns)
+                    stats.unchanged += 1
+                    continue
+                todo.append((info, sha1, rec))
+            gone = [rec.id for path, rec in known.items() if path not in seen_paths]
+            stats.deleted = self.store.delete_files(conn, gone)
+
+        bar = tqdm(total=len(todo), desc="indexing", unit="img", disable=not progress or not todo)
+        for start in range(0, len(todo), BATCH):
+            batch = todo[start : start + BATCH]
+            images, good = [], []
+            bad: list[tuple[Any, str, Any, str]] = []
+            for info, sha1, rec in batch:
+                image, reason = load_checked(info.path)
+                if image is None:
+                    bad.append((info, sha1, rec, reason))
+                else:
+                    images.append(image)
+                    good.append((info, sha1, rec, image.size))
+            vectors = self._embed(images) if images else np.zeros((0, 0), np.float32)
+            with self.store.transaction() as conn:
+                for info, sha1, rec, reason in bad:
+                    fid = self.store.upsert_file(conn, info.path, info.size, info.mtime_ns, sha1,
+                                                 None, None, "skipped", reason)
+                    self.store.drop_vector(conn, fid)
+                    _count_skip(stats, reason)
+                for (info, sha1, rec, (w, h)), vec in zip(good, vectors):
+                    fid = self.store.upsert_file(conn, info.path, info.size, info.mtime_ns, sha1,
+                                                 w, h, "ok", None)
+                    self.store.put_vector(conn, fid, mid, vec)
+                    if rec is None:
+                        stats.added += 1
+                    else:
+                        stats.updated += 1
+                self.store.set_meta(conn, "model", mid)
+                self.store.set_meta(conn, "dim", str(int(self.model.dim)))
+            bar.update(len(batch))
+            stats.elapsed_s = time.perf_counter() - t0
+            bar.set_postfix(img_s=f"{stats.images_per_s:.1f}")
+            if on_batch is not None:
+                on_batch(stats)
+        bar.close()
+
+        if caption_map:
+            with self.store.transaction() as conn:
+                for path, texts in caption_map.items():
+                    fid = self.store.file_id(path)
+                    if fid is not None:
+                        self.store.set_captions(conn, fid, texts)
+        self.ann.rebuild()
+        stats.elapsed_s = time.perf_counter() - t0
+        return stats
+
+    def _vector_model(self, file_id: int) -> str | None:
+        row = self.store.conn.execute(
+            "SELECT model FROM vectors WHERE file_id = ?", (file_id,)
+        ).fetchone()
+        return row[0] if row else None
+
+    def _embed(self, images: list[Any]) -> np.ndarray:
+        return _embed_images(self.model, images)
+
+    def rebuild_ann(self) -> int:
+        """Rebuild the FAISS index from SQLite (e.g. after deleting the .faiss file)."""
+        return self.ann.rebuild()
+
+    # ----- querying ---------------------------------------------------------------------------
+    def _results(self, scores: np.ndarray, ids: np.ndarray, skip: set[int] = frozenset()) -> list[SearchResult]:
+        paths = self.store.paths(i for i in ids if i >= 0)
+        out = []
+        for s, i in zip(scores, ids):
+            if i >= 0 and int(i) not in skip and int(i) in paths:
+                out.append(SearchResult(paths[int(i)], float(s)))
+        return out
+
+    def search(self, text: str, k: int = 10, offset: int = 0) -> list[SearchResult]:
+        """The ``k`` photos best matching a sentence (after skipping ``offset``)."""
+        if not isinstance(text, str) or not text.strip():
+            raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
+        if k < 1 or offset < 0:
+            raise XmodalError("k must be at least 1 and offset at least 0")
+        q = self._embed_text(text.strip())
+        scores, ids = self.ann.search(q, k + offset)
+        return self._results(scores[0], ids[0])[offset : offset + k]
+
+    def _embed_text(self, text: str) -> np.ndarray:
+        return _embed_texts(self.model, [text])
+
+    def similar(self, image: str | os.PathLike, k: int = 10) -> list[SearchResult]:
+        """Photos like ``image``: an indexed path (its stored vector) or any image file."""
+        path = str(Path(image).expanduser().resolve())
+        fid = self.store.file_id(path)
+        vec = self.store.vector_of(fid, self.model_id) if fid is not None else None
+        if vec is None:
+            img, reason = load_checked(path) if Path(path).is_file() else (None, "file not found")
+            if img is None:
+                raise XmodalError(f"cannot use {image} as an example: {reason}")
+            vec = self._embed([img])[0]
+        scores, ids = self.ann.search(vec[None, :], k + 1)
+        skip = {fid} if fid is not None else set()
+        return self._results(scores[0], ids[0], skip)[:k]
+
+    def describe(self, image: Any, captions: list[str], k: int = 5) -> list[tuple[str, float]]:
+        """Rank a pool of captions for one image (image annotation, Hodosh style)."""
+        return rank_captions(self.model, image, captions, k)
+
+    # ----- inspection -------------------------------------------------------------------------
+    def captions(self) -> list[tuple[str, str]]:
+        """(image path, caption) pairs stored with the collection."""
+        return self.store.captions()
+
+    def skipped(self) -> list[tuple[str, str]]:
+        return self.store.skipped()
+
+    def stats(self) -> dict[str, Any]:
+        counts = self.store.counts(self.store.get_meta("model", "") or "")
+        return {
+            "db": str(self.db_path),
+            "model": self.store.get_meta("model"),
+            "dim": int(self.store.get_meta("dim", "0") or 0),
+            "generation": self.store.generation,
+            **counts,
+            "db_bytes": self.db_path.stat().st_size if self.db_path.exists() else 0,
+        }
+
+
+def _embed_images(model: Any, images: list[Any]) -> np.ndarray:
+    try:
+        vecs = model.embed_images(images, progress=False)
+    except TypeError:  # models without the progress keyword
+        vecs = model.embed_images(images)
+    return np.asarray(vecs, dtype=np.float32)
+
+
+def _embed_texts(model: Any, texts: list[str]) -> np.ndarray:
+    try:
+        vecs = model.embed_texts(texts, progress=False)
+    except TypeError:
+        vecs = model.embed_texts(texts)
+    return np.asarray(vecs, dtype=np.float32)
+
+
+def rank_captions(model: Any, image: Any, captions: list[str], k: int = 5) -> list[tuple[str, float]]:
+    """The ``k`` captions of a pool that best describe ``image`` (a path or a PIL image)."""
+    texts = [c.strip() for c in captions if isinstance(c, str) and c.strip()]
+    if not texts:
+        raise XmodalError("the caption pool is empty")
+    if isinstance(image, (str, os.PathLike)):
+        img, reason = load_checked(str(image)) if Path(image).is_file() else (None, "file not found")
+        if img is None:
+            raise XmodalError(f"cannot describe {image}: {reason}")
+        image = img
+    s = _embed_texts(model, texts) @ _embed_images(model, [image])[0]
+    order = np.argsort(-s, kind="stable")[:k]
+    return [(texts[i], float(s[i])) for i in order]
+
+
+def _count_skip(stats: UpdateStats, reason: str, count_total: bool = True) -> None:
+    key = reason.split(":")[0]
+    stats.skip_reasons[key] = stats.skip_reasons.get(key, 0) + 1
+    if count_total:
+        stats.skipped += 1
+
+
+def _resolve_captions(captions: dict[str, list[str]], root: Path) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for key, texts in captions.items():
+        p = Path(key)
+        p = p if p.is_absolute() else root / p
+        out.setdefault(str(p.resolve()), []).extend(texts if isinstance(texts, list) else [texts])
+    return out
+

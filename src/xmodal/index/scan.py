@@ -1,0 +1,92 @@
+"""Walking a photo folder and checking each file before it reaches the encoder."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image, ImageOps, UnidentifiedImageError
+
+from xmodal.data.folder import IMAGE_EXTENSIONS
+
+MAX_PIXELS = 64_000_000  # refuse larger images (decompression bombs): 8000 x 8000
+MAX_BYTES = 200 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    path: str  # absolute, resolved
+    size: int
+    mtime_ns: int
+
+
+def walk_images(root: Path) -> tuple[list[FileInfo], list[tuple[str, str]]]:
+    """(candidate image files, [(path, reason)] for files that are plainly not images).
+
+    Recursive, sorted, hidden folders skipped, symlinks to files followed once.
+    """
+    found: list[FileInfo] = []
+    other: list[tuple[str, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for name in sorted(filenames):
+            if name.startswith("."):
+                continue
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.stat(path)
+            except OSError as exc:
+                other.append((os.path.abspath(path), f"cannot stat: {exc.strerror}"))
+                continue
+            if not os.path.isfile(path):
+                continue
+            if Path(name).suffix.lower() not in IMAGE_EXTENSIONS:
+                other.append((os.path.abspath(path), "not an image file (extension)"))
+                continue
+            found.append(FileInfo(os.path.abspath(path), st.st_size, st.st_mtime_ns))
+    return found, other
+
+
+def file_sha1(path: str) -> str:
+    h = hashlib.sha1()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def load_checked(path: str) -> tuple[Image.Image | None, str | None]:
+    """(RGB image, None) for a readable image, or (None, reason) for a bad one.
+
+    Refuses empty files, files over MAX_BYTES, images over MAX_PIXELS (checked from the header,
+    before decoding) and truncated or corrupt data (the whole image is decoded).
+    """
+    try:
+        size = os.path.getsize(path)
+    except OSError as exc:
+        return None, f"cannot read: {exc.strerror}"
+    if size == 0:
+        return None, "empty file"
+    if size > MAX_BYTES:
+        return None, f"file too large ({size / 1e6:.0f} MB)"
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                w, h = im.size
+                if w * h > MAX_PIXELS:
+                    return None, f"image too large ({w}x{h} pixels)"
+                im.load()
+                im = ImageOps.exif_transpose(im)
+                return im.convert("RGB"), None
+    except UnidentifiedImageError:
+        return None, "not a readable image"
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        return None, "image too large (decompression bomb)"
+    except OSError as exc:  # truncated or corrupt data
+        return None, f"corrupt image: {exc}"
+    except Exception as exc:  # PIL raises assorted errors on malformed files
+        return None, f"corrupt image: {type(exc).__name__}: {exc}"

@@ -1,0 +1,173 @@
+"""The photo index: add, update, delete, rebuild, bad files, and a kill -9 midway through indexing."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import struct
+import subprocess
+import sys
+import time
+import zlib
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from tests.fake_models import ColourModel
+from xmodal.errors import XmodalError
+from xmodal.index import PhotoIndex
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def solid(path: Path, colour, size=(32, 24), fmt=None) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", size, colour).save(path, format=fmt)
+    return path
+
+
+def png_header_claiming(path: Path, width: int, height: int) -> Path:
+    """A tiny PNG whose header claims a huge size (a decompression bomb, cheaply)."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IEND", b""))
+    return path
+
+
+@pytest.fixture
+def photos(tmp_path):
+    root = tmp_path / "photos"
+    solid(root / "red.jpg", (250, 10, 10))
+    solid(root / "sub" / "green.png", (10, 240, 10))
+    solid(root / "sub" / "deeper" / "blue.jpg", (10, 10, 250))
+    (root / "empty.jpg").write_bytes(b"")
+    good = solid(tmp_path / "whole.jpg", (200, 200, 0), size=(200, 200))
+    (root / "truncated.jpg").write_bytes(good.read_bytes()[:300])
+    (root / "garbage.png").write_bytes(b"this is not a png at all")
+    (root / "notes.txt").write_text("not a photo")
+    png_header_claiming(root / "bomb.png", 20000, 20000)
+    return root
+
+
+def test_index_search_and_skips(photos, tmp_path):
+    index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
+    stats = index.update(photos, progress=False)
+    assert (stats.added, stats.updated, stats.deleted) == (3, 0, 0)
+    assert stats.skipped == 5
+    reasons = dict(index.skipped())
+    assert reasons[str(photos / "empty.jpg")] == "empty file"
+    assert reasons[str(photos / "notes.txt")].startswith("not an image")
+    assert "too large" in reasons[str(photos / "bomb.png")]
+    assert reasons[str(photos / "truncated.jpg")].startswith("corrupt")
+    assert reasons[str(photos / "garbage.png")] == "not a readable image"
+    hits = index.search("a red thing", k=3)
+    assert Path(hits[0].path).name == "red.jpg"
+    assert [Path(h.path).name for h in index.search("blue", k=1)] == ["blue.jpg"]
+    assert hits[0].score >= hits[1].score >= hits[2].score
+    assert index.stats()["indexed"] == 3
+
+
+def test_incremental_update_change_and_delete(photos, tmp_path):
+    db = tmp_path / "db.sqlite"
+    index = PhotoIndex(db, model=ColourModel())
+    index.update(photos, progress=False)
+    again = index.update(photos, progress=False)
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 3)
+    # change red -> yellow (new content), delete green, add a new white one
+    time.sleep(0.01)
+    solid(photos / "red.jpg", (250, 250, 5))
+    (photos / "sub" / "green.png").unlink()
+    solid(photos / "new" / "white.png", (255, 255, 255))
+    stats = index.update(photos, progress=False)
+    assert (stats.added, stats.updated, stats.deleted) == (1, 1, 1)
+    assert Path(index.search("yellow", k=1)[0].path).name == "red.jpg"
+    names = {Path(h.path).name for h in index.search("green", k=10)}
+    assert "green.png" not in names and len(names) == 3
+    # a touched file with the same content is not re-embedded
+    os.utime(photos / "red.jpg", None)
+    assert index.update(photos, progress=False).unchanged == 3
+
+
+def test_ann_rebuilds_from_sqlite(photos, tmp_path):
+    db = tmp_path / "db.sqlite"
+    PhotoIndex(db, model=ColourModel()).update(photos, progress=False)
+    for f in tmp_path.glob("db.sqlite.faiss*"):
+        f.unlink()
+    fresh = PhotoIndex(db, model=ColourModel())
+    assert Path(fresh.search("green", k=1)[0].path).name == "green.png"
+    (tmp_path / "db.sqlite.faiss").write_bytes(b"corrupt")
+    assert Path(PhotoIndex(db, model=ColourModel()).search("blue", k=1)[0].path).name == "blue.jpg"
+
+
+def test_similar_and_describe(photos, tmp_path):
+    index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
+    index.update(photos, progress=False)
+    sim = index.similar(photos / "red.jpg", k=2)
+    assert all(Path(h.path).name != "red.jpg" for h in sim) and len(sim) == 2
+    outside = solid(tmp_path / "other.png", (0, 0, 255))
+    assert Path(index.similar(outside, k=1)[0].path).name == "blue.jpg"
+    ranked = index.describe(photos / "red.jpg", ["a green field", "a red wall", "blue sky"], k=2)
+    assert ranked[0][0] == "a red wall" and len(ranked) == 2
+
+
+def test_bad_queries_are_clear_errors(photos, tmp_path):
+    index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
+    index.update(photos, progress=False)
+    with pytest.raises(XmodalError, match="empty"):
+        index.search("   ")
+    with pytest.raises(XmodalError, match="cannot use"):
+        index.similar(photos / "garbage.png")
+    with pytest.raises(XmodalError, match="not a folder"):
+        index.update(tmp_path / "missing")
+    with pytest.raises(XmodalError, match="xmodal index"):
+        PhotoIndex(tmp_path / "none.db", model=ColourModel(), create=False)
+
+
+def test_captions_are_stored(photos, tmp_path):
+    index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
+    index.update(photos, captions={"red.jpg": ["a red square"], "sub/green.png": ["green"]},
+                 progress=False)
+    assert sorted(t for _, t in index.captions()) == ["a red square", "green"]
+
+
+def test_kill_9_midway_leaves_usable_index(tmp_path):
+    root = tmp_path / "many"
+    for i in range(48):
+        solid(root / f"img{i:02d}.png", ((i * 5) % 256, 100, 200 - i))
+    db = tmp_path / "db.sqlite"
+    cmd = [sys.executable, "-m", "xmodal", "index", str(root), "--db", str(db), "--quiet",
+           "--model", "python:tests.fake_models:SlowColourModel"]
+    proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    done = 0
+    while time.time() < deadline:
+        time.sleep(0.2)
+        if db.exists():
+            try:
+                with sqlite3.connect(db, timeout=1) as c:
+                    done = c.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+            except sqlite3.OperationalError:
+                continue
+            if done >= 16:
+                break
+        assert proc.poll() is None, proc.stderr.read().decode()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    with sqlite3.connect(db) as c:
+        assert c.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        n_vec = c.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+    assert 16 <= n_vec < 48, "the kill should land midway"
+    # the interrupted index is usable as it is
+    partial = PhotoIndex(db, model_spec="python:tests.fake_models:ColourModel")
+    assert len(partial.search("blue", k=100)) == n_vec
+    # running again finishes the job, without duplicates
+    out = subprocess.run(cmd[:-1] + ["python:tests.fake_models:ColourModel", "--json"], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    with sqlite3.connect(db) as c:
+        assert c.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == 48
+        assert c.execute("SELECT COUNT(DISTINCT path) FROM files").fetchone()[0] == 48
+        assert c.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 48
