@@ -327,8 +327,16 @@ def main() -> None:
     results: dict[str, dict] = {}
     per_query: dict[str, dict] = {}
     cands = {}
-    auto = automatic_captions(queries, graph, args.fresh and args.limit is None)
+    auto, tried = None, False
     for name in CONFIGS:
+        if CONFIGS[name]["caption"] == "auto" and not tried:
+            tried = True
+            deadline = time.time() + 60 * args.wait_features
+            while True:
+                auto = automatic_captions(queries, graph, args.fresh and args.limit is None)
+                if auto is not None or time.time() > deadline:
+                    break
+                time.sleep(60)
         if CONFIGS[name]["caption"] == "auto" and auto is None:
             continue
         C = candidates_for(graph, queries, tags, name, args.fresh, args.limit, auto)
