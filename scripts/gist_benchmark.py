@@ -308,6 +308,12 @@ def main() -> None:
     ap.add_argument("--fresh", action="store_true", help="recompute cached queries and candidates")
     ap.add_argument("--limit", type=int, default=None, help="use only the first N test images")
     ap.add_argument(
+        "--wait-features",
+        type=float,
+        default=0,
+        help="minutes to wait for the training images' EfficientNet features (automatic captions)",
+    )
+    ap.add_argument(
         "--report-only",
         action="store_true",
         help="rewrite reports/gist.md from benchmarks/results/gist.json",
