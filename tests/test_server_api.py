@@ -11,12 +11,13 @@ import json
 import struct
 import sys
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
-from test_server_fakes import COLOURS, fake_backends, make_photo_folder
+from test_server_fakes import COLOURS, fake_backends
 
 from xmodal.server import ServerLimits, create_app
 
@@ -58,8 +59,23 @@ REPORT_B = {**REPORT_A, "model": "dual",
 
 
 @pytest.fixture()
-def parts(tmp_path):
-    return fake_backends(make_photo_folder(tmp_path / "photos"))
+def built(tmp_path):
+    """(db path, {"model", "tagger"}): a real PhotoIndex of six solid-colour images."""
+    return fake_backends(tmp_path)
+
+
+@pytest.fixture()
+def parts(built):
+    return built[1]
+
+
+def photo(tmp_path, name: str) -> str:
+    """The id of an indexed photo: its absolute path."""
+    return str((tmp_path / "photos" / name).resolve())
+
+
+def names(results) -> list[str]:
+    return [Path(r["id"]).name for r in results]
 
 
 @pytest.fixture()
@@ -75,9 +91,9 @@ def reports_dir(tmp_path):
 
 
 @pytest.fixture()
-def app(tmp_path, parts, reports_dir):
-    return create_app(tmp_path / "db", reports_dir=reports_dir, thumbnail_dir=tmp_path / "thumbs",
-                      **parts)
+def app(tmp_path, built, reports_dir):
+    db, parts = built
+    return create_app(db, reports_dir=reports_dir, thumbnail_dir=tmp_path / "thumbs", **parts)
 
 
 @pytest.fixture()
@@ -96,14 +112,17 @@ def assert_error(response, status: int) -> str:
 
 def assert_still_serving(client) -> None:
     assert client.get("/api/health").json()["status"] == "ok"
-    assert client.get("/api/search", params={"q": "red"}).json()["results"][0]["id"] == "0_red.png"
+    assert names(client.get("/api/search", params={"q": "red"}).json()["results"])[0] == "0_red.png"
 
 
 # -- health, stats, static pages ---------------------------------------------------------------
 def test_health_and_stats(client):
     health = client.get("/api/health").json()
-    assert health["status"] == "ok" and health["index_loaded"] is True
-    assert client.get("/api/stats").json() == {"n_images": 6, "n_captions": 6, "dim": 3}
+    assert health["status"] == "ok" and health["index_loaded"] is False  # opened lazily
+    stats = client.get("/api/stats").json()
+    assert (stats["indexed"], stats["captions"], stats["dim"]) == (6, 6, 3)
+    assert stats["model"] == "fake-colour-v1"
+    assert client.get("/api/health").json()["index_loaded"] is True
 
 
 def test_pages_and_openapi(client):
@@ -121,7 +140,7 @@ def test_pages_and_openapi(client):
 # -- search, similar, thumbnails ----------------------------------------------------------------
 def test_search_ranks_and_pages(client):
     body = client.get("/api/search", params={"q": "a red car", "limit": 6}).json()
-    ids = [r["id"] for r in body["results"]]
+    ids = names(body["results"])
     assert ids[0] == "0_red.png"
     # hand check: purple (150,20,170) is the next closest colour to red + the (1,1,1) bias
     scores = [r["score"] for r in body["results"]]
@@ -129,7 +148,7 @@ def test_search_ranks_and_pages(client):
     assert [r["rank"] for r in body["results"]] == [1, 2, 3, 4, 5, 6]
     assert body["has_more"] is False
     page = client.get("/api/search", params={"q": "a red car", "limit": 2, "offset": 2}).json()
-    assert [r["id"] for r in page["results"]] == ids[2:4]
+    assert names(page["results"]) == ids[2:4]
     assert [r["rank"] for r in page["results"]] == [3, 4]
     assert page["has_more"] is True
     assert page["results"][0]["thumbnail"].startswith("/api/thumbnail?id=")
@@ -142,30 +161,38 @@ def test_search_rejects_bad_parameters(client):
     assert_error(client.get("/api/search", params={"q": "x", "offset": -1}), 422)
 
 
-def test_similar_excludes_the_image_itself(client):
-    body = client.get("/api/similar", params={"id": "2_blue.png", "limit": 3}).json()
-    ids = [r["id"] for r in body["results"]]
+def test_similar_excludes_the_image_itself(client, tmp_path):
+    blue = photo(tmp_path, "2_blue.png")
+    body = client.get("/api/similar", params={"id": blue, "limit": 3}).json()
+    ids = names(body["results"])
     assert "2_blue.png" not in ids and len(ids) == 3
     # by hand: cos(blue, purple) = 40050 / (213.6 * 227.6) = 0.824 > cos(blue, cyan) = 0.815
     assert ids[0] == "4_purple.png"
-    assert "no indexed image" in assert_error(client.get("/api/similar", params={"id": "nope"}), 400)
+    assert "no indexed image" in assert_error(client.get("/api/similar", params={"id": "nope"}), 404)
+    page2 = client.get("/api/similar", params={"id": blue, "limit": 3, "offset": 3}).json()
+    assert len(page2["results"]) == 2 and page2["has_more"] is False
+    assert set(names(page2["results"])).isdisjoint(ids)
 
 
-def test_thumbnails_are_generated_once(client, app):
+def test_thumbnails_are_generated_once(client, app, tmp_path):
     cache = app.state.xmodal.thumbnails
-    r1 = client.get("/api/thumbnail", params={"id": "5_cyan.png"})
+    cyan = photo(tmp_path, "5_cyan.png")
+    r1 = client.get("/api/thumbnail", params={"id": cyan})
     assert r1.status_code == 200 and r1.headers["content-type"] == "image/jpeg"
     thumb = Image.open(io.BytesIO(r1.content))
     assert thumb.format == "JPEG" and max(thumb.size) <= 256
     r, g, b = thumb.convert("RGB").getpixel((thumb.width // 2, thumb.height // 2))
     assert abs(r - 20) < 12 and abs(g - 200) < 12 and abs(b - 210) < 12
     assert cache.generated == 1
-    assert client.get("/api/thumbnail", params={"id": "5_cyan.png"}).content == r1.content
+    assert client.get("/api/thumbnail", params={"id": cyan}).content == r1.content
     assert cache.generated == 1
-    assert client.get("/api/thumbnail", params={"id": "5_cyan.png", "size": "large"}).status_code == 200
+    assert client.get("/api/thumbnail", params={"id": cyan, "size": "large"}).status_code == 200
     assert cache.generated == 2
-    assert_error(client.get("/api/thumbnail", params={"id": "5_cyan.png", "size": "huge"}), 400)
+    assert_error(client.get("/api/thumbnail", params={"id": cyan, "size": "huge"}), 400)
     assert_error(client.get("/api/thumbnail", params={"id": "../../etc/passwd"}), 404)
+    outside = tmp_path / "not_indexed.png"  # a real image the index does not hold
+    Image.new("RGB", (4, 4)).save(outside)
+    assert_error(client.get("/api/thumbnail", params={"id": str(outside)}), 404)
 
 
 # -- describe and tag -----------------------------------------------------------------------------
@@ -185,11 +212,11 @@ def test_describe_with_uploaded_captions(client):
     assert body["image"] == {"width": 64, "height": 48}
 
 
-def test_describe_with_collection_captions(client):
+def test_describe_with_collection_captions(client, tmp_path):
     image = jpeg_bytes(Image.new("RGB", (40, 40), COLOURS["yellow"]))
     body = client.post("/api/describe", files={"image": ("y.jpg", image, "image/jpeg")}).json()
     assert body["pool"] == "collection" and body["pool_size"] == 6
-    assert body["captions"][0] == {**body["captions"][0], "id": "3_yellow.png",
+    assert body["captions"][0] == {**body["captions"][0], "id": photo(tmp_path, "3_yellow.png"),
                                    "text": "a yellow picture", "rank": 1}
 
 
@@ -201,10 +228,10 @@ def test_tag(client):
     assert len(body["keywords"]) == 3
 
 
-def test_tag_without_a_tagger_is_503(tmp_path, parts, monkeypatch):
+def test_tag_without_a_tagger_is_503(tmp_path, built, monkeypatch):
     monkeypatch.setitem(sys.modules, "xmodal.models.tagger", None)  # import now fails
-    app = create_app(tmp_path / "db", index=parts["index"], model=parts["model"],
-                     thumbnail_dir=tmp_path / "t")
+    db, parts = built
+    app = create_app(db, model=parts["model"], thumbnail_dir=tmp_path / "t")
     with TestClient(app) as c:
         image = png_bytes(Image.new("RGB", (8, 8), COLOURS["green"]))
         message = assert_error(c.post("/api/tag", files={"image": ("g.png", image)}), 503)
@@ -260,9 +287,9 @@ def test_empty_and_broken_request_bodies(client):
     assert_still_serving(client)
 
 
-def test_body_and_file_size_limits(tmp_path, parts):
+def test_body_and_file_size_limits(tmp_path, built):
     limits = ServerLimits(max_body_bytes=50_000, max_image_bytes=5_000)
-    app = create_app(tmp_path / "db", limits=limits, thumbnail_dir=tmp_path / "t", **parts)
+    app = create_app(built[0], limits=limits, thumbnail_dir=tmp_path / "t", **built[1])
     rng = np.random.default_rng(0)
     noise = Image.fromarray(rng.integers(0, 256, (200, 200, 3), dtype=np.uint8))
     with TestClient(app) as c:
@@ -276,8 +303,9 @@ def test_body_and_file_size_limits(tmp_path, parts):
 
 
 def test_unexpected_library_error_is_500_json(tmp_path, parts):
+    """A library bug answers 500 with a JSON message; other endpoints keep working."""
     class Broken:
-        def search(self, text, k):
+        def search(self, text, k, offset=0):
             raise RuntimeError("boom")
 
         def stats(self):

@@ -29,7 +29,11 @@ def _unit(v: np.ndarray) -> np.ndarray:
 
 
 class FakeModel:
-    """embed_images: unit mean RGB; embed_texts: unit sum of the colour-word vectors it mentions."""
+    """embed_images: unit mean RGB; embed_texts: unit sum of the colour-word vectors it mentions
+    (plus a (1, 1, 1) bias so a text without colour words still has a direction)."""
+
+    dim = 3
+    model_id = "fake-colour-v1"
 
     def embed_images(self, images) -> np.ndarray:
         out = []
@@ -46,44 +50,6 @@ class FakeModel:
                     np.ones(3, dtype=np.float32))
             out.append(_unit(v))
         return np.stack(out)
-
-
-class FakeIndex:
-    """A photo index over a folder of solid-colour images, ranking by the fake model."""
-
-    def __init__(self, folder: Path, model: FakeModel) -> None:
-        self.model = model
-        self.paths = {p.name: p for p in sorted(Path(folder).glob("*.png"))}
-        self.ids = list(self.paths)
-        self.vectors = model.embed_images([Image.open(p) for p in self.paths.values()])
-        self.search_calls = 0
-
-    def _rank(self, query_vec: np.ndarray, k: int) -> list[dict]:
-        scores = self.vectors @ query_vec
-        order = np.argsort(-scores, kind="stable")[:k]
-        return [{"id": self.ids[i], "score": float(scores[i]), "path": str(self.paths[self.ids[i]])}
-                for i in order]
-
-    def search(self, text: str, k: int = 10) -> list[dict]:
-        self.search_calls += 1
-        return self._rank(self.model.embed_texts([text])[0], k)
-
-    def similar(self, item_id: str, k: int = 10) -> list[dict]:
-        if item_id not in self.paths:
-            from xmodal.errors import XmodalError
-
-            raise XmodalError(f"no indexed image {item_id!r}")
-        return self._rank(self.vectors[self.ids.index(item_id)], k)
-
-    def path(self, item_id: str) -> str | None:
-        p = self.paths.get(item_id)
-        return str(p) if p else None
-
-    def stats(self) -> dict:
-        return {"n_images": len(self.ids), "n_captions": len(self.ids), "dim": 3}
-
-    def captions(self) -> list[tuple[str, str]]:
-        return [(i, f"a {i.split('_')[1].split('.')[0]} picture") for i in self.ids]
 
 
 class FakeTagger:
@@ -104,13 +70,31 @@ def make_photo_folder(folder: Path, size: int = 96) -> Path:
     return folder
 
 
-def fake_backends(folder: Path) -> dict:
+def build_index(folder: Path, db: Path, model: FakeModel | None = None) -> Path:
+    """A real ``xmodal.index.PhotoIndex`` over ``folder`` (fake model), one caption per image."""
+    from xmodal.index import PhotoIndex
+
+    captions = {p.name: [f"a {p.stem.split('_')[1]} picture"] for p in folder.glob("*.png")}
+    index = PhotoIndex(db, model=model or FakeModel())
+    index.update(folder, captions=captions, progress=False)
+    index.close()
+    return db
+
+
+def fake_backends(root: Path) -> tuple[Path, dict]:
+    """(db path, {"model", "tagger"}) for ``create_app``: a colour index under ``root``."""
     model = FakeModel()
-    return {"index": FakeIndex(folder, model), "model": model, "tagger": FakeTagger()}
+    db = build_index(make_photo_folder(root / "photos"), root / "photos.db", model)
+    return db, {"model": model, "tagger": FakeTagger()}
 
 
 def test_fakes_rank_by_colour(tmp_path):
-    parts = fake_backends(make_photo_folder(tmp_path / "photos"))
-    assert parts["index"].search("a red car", 1)[0]["id"] == "0_red.png"
-    assert parts["index"].similar("2_blue.png", 1)[0]["id"] == "2_blue.png"
+    from xmodal.index import PhotoIndex
+
+    db, parts = fake_backends(tmp_path)
+    index = PhotoIndex(db, model=parts["model"], create=False)
+    assert Path(index.search("a red car", 1)[0].path).name == "0_red.png"
+    blue = str((tmp_path / "photos" / "2_blue.png").resolve())
+    assert blue not in [h.path for h in index.similar(blue, 5)]
+    assert len(index.captions()) == 6
     assert parts["tagger"].tag(Image.new("RGB", (8, 8), COLOURS["green"]), 1)[0][0] == "green"

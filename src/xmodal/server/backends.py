@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
+
 from xmodal.errors import XmodalError
 from xmodal.server.errors import ApiError
 
@@ -63,6 +65,7 @@ class Backends:
         return self._model is not None
 
     def index(self) -> Any:
+        """The photo index (``xmodal.index.PhotoIndex``) opened on this thread; 503 without one."""
         if self._index is None:
             if self.db_path is None:
                 raise ApiError(503, "no photo index: start the server with --db PATH")
@@ -72,45 +75,61 @@ class Backends:
                     f"photo index {self.db_path} does not exist: build it with "
                     f"'xmodal photos index FOLDER --db {self.db_path}'",
                 )
-            try:
-                from xmodal.index import PhotoIndex
-            except ImportError as exc:
-                raise ApiError(503, f"the photo index library is not available: {exc}") from None
-            self._index = PhotoIndex(self.db_path, model=self._model)
+            from xmodal.index import PhotoIndex
+
+            self._index = PhotoIndex(
+                self.db_path, model=self._model, model_spec=self.model_spec, create=False
+            )
         return self._index
 
     def model(self) -> Any:
+        """The embedding model: the index's own model when there is an index (same space)."""
         if self._model is None:
-            index = self._index
-            shared = getattr(index, "model", None) if index is not None else None
-            if shared is not None and not callable(shared):
-                self._model = shared
+            if self._index is not None or (self.db_path is not None and self.db_path.exists()):
+                self._model = self.index().model
             else:
-                try:
-                    from xmodal.models.dual import load_embedding_model
-                except ImportError as exc:
-                    raise ApiError(503, f"no embedding model available: {exc}") from None
-                self._model = load_embedding_model(self.model_spec)
+                from xmodal.index.photo_index import load_model
+
+                self._model = load_model(self.model_spec)
         return self._model
 
     def tagger(self) -> Any:
+        """The default keyword tagger; 503 with the reason when it cannot be loaded."""
         if self._tagger is None:
             if self._tagger_error is not None:
                 raise ApiError(503, self._tagger_error)
             try:
                 from xmodal.models.tagger import load_default_tagger
-            except ImportError as exc:
+
+                self._tagger = load_default_tagger()
+            except (ImportError, XmodalError) as exc:
                 self._tagger_error = (
                     f"tagging is not available in this installation ({exc}); "
                     "search and describe still work"
                 )
                 raise ApiError(503, self._tagger_error) from None
-            self._tagger = load_default_tagger()
         return self._tagger
 
-    # -- caption pool of the indexed collection ---------------------------------------------------
-    def collection_captions(self) -> tuple[list[str], list[str], Any]:
-        """(ids, texts, text embeddings) of the index's captions, embedded once and cached."""
+    def indexed_path(self, item_id: str) -> Path:
+        """The file of an indexed image; 404 for anything the index does not hold, so clients
+        can never make the server read arbitrary files."""
+        index = self.index()
+        store = getattr(index, "store", None)
+        known = store.file_id(item_id) is not None if store is not None else False
+        if not known:
+            raise ApiError(404, f"no indexed image with id {item_id!r}")
+        return Path(item_id)
+
+    # -- embeddings --------------------------------------------------------------------------------
+    def embed_texts(self, texts: list[str]) -> np.ndarray:
+        return _quiet(self.model().embed_texts, texts)
+
+    def embed_images(self, images: list[Any]) -> np.ndarray:
+        return _quiet(self.model().embed_images, images)
+
+    def collection_captions(self) -> tuple[list[str], list[str], np.ndarray]:
+        """(image ids, texts, text embeddings) of the index's captions, embedded once and cached
+        (keyed by a digest of the texts, so re-indexing with new captions refreshes it)."""
         index = self.index()
         pairs = list(index.captions()) if hasattr(index, "captions") else []
         if not pairs:
@@ -121,8 +140,17 @@ class Backends:
         ids, texts = _split_caption_pairs(pairs)
         digest = hashlib.sha1("\n".join(texts).encode()).hexdigest()
         if self._caption_cache is None or self._caption_cache[0] != digest:
-            self._caption_cache = (digest, self.model().embed_texts(texts))
+            self._caption_cache = (digest, self.embed_texts(texts))
         return ids, texts, self._caption_cache[1]
+
+
+def _quiet(embed: Callable[..., Any], items: list[Any]) -> np.ndarray:
+    """Call an embedding method without its progress bar when it has one."""
+    try:
+        vectors = embed(items, progress=False)
+    except TypeError:
+        vectors = embed(items)
+    return np.asarray(vectors, dtype=np.float32)
 
 
 def _split_caption_pairs(pairs: list[Any]) -> tuple[list[str], list[str]]:

@@ -39,16 +39,14 @@ async def describe(
     lib = state.backends
 
     def work() -> tuple[str, list[str], list[str], np.ndarray]:
-        model = lib.model()
         if uploaded is not None:
             ids, texts = uploaded
-            text_vecs = model.embed_texts(texts)
+            text_vecs = lib.embed_texts(texts)
             pool = "upload"
         else:
             ids, texts, text_vecs = lib.collection_captions()
             pool = "collection"
-        image_vec = np.asarray(model.embed_images([picture]), dtype=np.float32)[0]
-        return pool, ids, texts, np.asarray(text_vecs, dtype=np.float32) @ image_vec
+        return pool, ids, texts, text_vecs @ lib.embed_images([picture])[0]
 
     pool, ids, texts, scores = await lib.run(work)
     order = _top(scores, limit)

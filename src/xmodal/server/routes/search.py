@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query
@@ -24,11 +23,12 @@ def _check_page(state: ServerState, limit: int, offset: int) -> None:
 
 
 def _page(hits: list[Any], offset: int, limit: int) -> dict[str, Any]:
-    page = hits[offset : offset + limit]
+    """One page from ``hits``, the results starting at ``offset`` plus (maybe) one more."""
+    page = hits[:limit]
     return {
         "offset": offset,
         "limit": limit,
-        "has_more": len(hits) > offset + limit,
+        "has_more": len(hits) > limit,
         "results": [hit_json(h, offset + i + 1) for i, h in enumerate(page)],
     }
 
@@ -45,7 +45,7 @@ async def search(
         raise ApiError(400, "the query is empty: type a sentence to search for")
     _check_page(state, limit, offset)
     lib = state.backends
-    hits = await lib.run(lambda: list(lib.index().search(q, offset + limit + 1)))
+    hits = await lib.run(lambda: list(lib.index().search(q, limit + 1, offset)))
     return {"query": q, **_page(hits, offset, limit)}
 
 
@@ -59,23 +59,13 @@ async def similar(
     """Indexed images ranked by similarity to image ``id`` (the image itself excluded)."""
     _check_page(state, limit, offset)
     lib = state.backends
-    hits = await lib.run(lambda: list(lib.index().similar(id, offset + limit + 2)))
-    hits = [h for h in hits if hit_json(h, 0)["id"] != id]
-    return {"id": id, **_page(hits, offset, limit)}
 
+    def work() -> list[Any]:
+        lib.indexed_path(id)  # 404 unless indexed: never embed an arbitrary file
+        return list(lib.index().similar(id, offset + limit + 1))
 
-def _image_path(index: Any, item_id: str) -> Path:
-    """Where the indexed image ``item_id`` lives; 404 when the index does not know it."""
-    for name in ("path", "image_path", "path_of"):
-        lookup = getattr(index, name, None)
-        if callable(lookup):
-            path = lookup(item_id)
-            break
-    else:
-        raise ApiError(501, "this photo index cannot map ids to image files")
-    if path is None:
-        raise ApiError(404, f"no indexed image with id {item_id!r}")
-    return Path(path)
+    hits = [h for h in await lib.run(work) if hit_json(h, 0)["id"] != id]
+    return {"id": id, **_page(hits[offset:], offset, limit)}
 
 
 @router.get(
@@ -93,7 +83,7 @@ async def thumbnail(
     if size not in THUMBNAIL_SIZES:
         raise ApiError(400, f"size must be one of {', '.join(THUMBNAIL_SIZES)}")
     lib = state.backends
-    path = await lib.run(lambda: _image_path(lib.index(), id))
+    path = await lib.run(lib.indexed_path, id)
     if not path.is_file():
         raise ApiError(404, f"the image file of {id!r} is missing: {path}")
     try:

@@ -18,20 +18,25 @@ function lineChart(series, options) {
   const all = series.flatMap((s) => s.points);
   const xs = all.map((p) => p[0]);
   const xMin = options.xLog ? Math.max(1, Math.min(...xs, 1)) : 0;
-  const xMax = options.xMax ?? Math.max(...xs, options.xLog ? 10 : 1);
+  const xTop = Math.max(...xs, 0);
+  const xMax = options.xMax ?? (options.xLog ? Math.max(xTop, 10)
+    : [0.1, 0.2, 0.5, 1].find((v) => xTop <= v) || Math.ceil(xTop));
   const fx = options.xLog
     ? (x) => m.l + (xMax === xMin ? 0 : (Math.log(x) - Math.log(xMin)) / (Math.log(xMax) - Math.log(xMin)) * iw)
     : (x) => m.l + (x - xMin) / (xMax - xMin || 1) * iw;
-  const fy = (y) => m.t + (1 - y) * ih;
+  // y axis: 0 .. the smallest of 0.1, 0.2, 0.5, 1 that holds every point
+  const yTop = Math.max(...all.map((p) => p[1]).filter(Number.isFinite), 0);
+  const yMax = [0.1, 0.2, 0.5, 1].find((v) => yTop <= v) || Math.ceil(yTop);
+  const fy = (y) => m.t + (1 - y / yMax) * ih;
   const root = svg("svg", { class: "chart", width: W, height: H, viewBox: `0 0 ${W} ${H}`, role: "img",
     "aria-label": options.title });
   root.append(svg("text", { x: m.l, y: 16, style: "font-size:13px;fill:#1d2330;font-weight:600" }, options.title));
   for (let i = 0; i <= 5; i++) {
-    const y = i / 5;
+    const y = i / 5 * yMax;
     root.append(svg("line", { x1: m.l, x2: m.l + iw, y1: fy(y), y2: fy(y), stroke: "#eef0f4" }));
-    root.append(svg("text", { x: m.l - 6, y: fy(y) + 4, "text-anchor": "end" }, y.toFixed(1)));
+    root.append(svg("text", { x: m.l - 6, y: fy(y) + 4, "text-anchor": "end" }, String(+y.toFixed(2))));
   }
-  const xTicks = options.xTicks || [0, 0.2, 0.4, 0.6, 0.8, 1];
+  const xTicks = options.xTicks || [0, 1, 2, 3, 4, 5].map((i) => +(i / 5 * xMax).toFixed(3));
   for (const x of xTicks) {
     if (x < xMin || x > xMax) continue;
     root.append(svg("line", { x1: fx(x), x2: fx(x), y1: m.t, y2: m.t + ih, stroke: "#eef0f4" }));

@@ -6,8 +6,10 @@ const PAGE = 24;
 let currentQuery = "";
 let nextOffset = 0;
 
+function baseName(id) { return id.split(/[\\/]/).pop(); }
+
 function resultCard(hit, onOpen) {
-  const img = el("img", { src: hit.thumbnail, alt: hit.caption || hit.id, loading: "lazy" });
+  const img = el("img", { src: hit.thumbnail, alt: hit.caption || baseName(hit.id), loading: "lazy" });
   const score = el("span", { class: "score" }, fmt(hit.score));
   const card = el("button", { class: "card", type: "button", title: hit.id, "data-id": hit.id },
     img, el("span", { class: "meta" }, el("span", { class: "rank" }, "#" + hit.rank), score));
@@ -38,9 +40,10 @@ async function runSearch(query, offset) {
 async function openDetail(hit) {
   const overlay = document.getElementById("detail");
   document.getElementById("detail-image").src = hit.preview;
-  document.getElementById("detail-image").alt = hit.id;
-  document.getElementById("detail-title").textContent =
-    `${hit.id}` + (hit.score !== null && hit.score !== undefined ? ` — score ${fmt(hit.score)}` : "");
+  document.getElementById("detail-image").alt = baseName(hit.id);
+  document.getElementById("detail-title").replaceChildren(el("strong", {}, baseName(hit.id)),
+    hit.score !== null && hit.score !== undefined ? ` — score ${fmt(hit.score)}` : "",
+    el("br"), el("span", { class: "muted small" }, hit.id));
   const similar = document.getElementById("similar");
   similar.replaceChildren(el("p", { class: "muted" }, "Loading…"));
   overlay.hidden = false;
@@ -119,7 +122,7 @@ function setup() {
   });
 
   api("/api/stats").then((s) => {
-    const n = s.n_images ?? s.images ?? s.count;
+    const n = s.indexed ?? s.n_images;
     if (n !== undefined) document.getElementById("stats").textContent = `${n.toLocaleString()} images indexed`;
   }).catch(() => {});
   const q = new URLSearchParams(location.search).get("q");

@@ -1,0 +1,131 @@
+"""Browser tests: Playwright drives Debian's headless Chromium against a real uvicorn server.
+
+The server runs in a thread on 127.0.0.1 (free port) over the fake index of ``test_server_fakes``.
+Screenshots are saved to ``test-artifacts/`` (gitignored) as test artifacts.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from PIL import Image
+from test_server_fakes import COLOURS, fake_backends
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    import uvicorn
+
+    from xmodal.server import create_app
+
+    root = tmp_path_factory.mktemp("browser")
+    reports = root / "reports"
+    reports.mkdir()
+    base = {"protocol": "flickr8k-5cap", "seed": 0, "elapsed_s": 2.0,
+            "n_queries": {"i2t": 1000, "t2i": 5000}}
+    metrics_a = {"R@1": 0.05, "R@5": 0.15, "R@10": 0.25, "recall@1": 0.01, "recall@5": 0.03,
+                 "recall@10": 0.05, "P@1": 0.05, "P@5": 0.03, "P@10": 0.025, "medR": 40.0}
+    metrics_b = {k: (v * 3 if k != "medR" else 9.0) for k, v in metrics_a.items()}
+    (reports / "baseline.json").write_text(json.dumps(
+        {**base, "model": "baseline", "directions": {"i2t": metrics_a, "t2i": metrics_a}}))
+    (reports / "dual.json").write_text(json.dumps(
+        {**base, "model": "dual", "directions": {"i2t": metrics_b, "t2i": metrics_b}}))
+    db, parts = fake_backends(root)
+    app = create_app(db, reports_dir=reports, thumbnail_dir=root / "thumbs", **parts)
+    port = _free_port()
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert srv.started, "uvicorn did not start"
+    yield {"url": f"http://127.0.0.1:{port}", "root": root}
+    srv.should_exit = True
+    thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def page():
+    if not CHROMIUM.exists():
+        pytest.skip("Debian Chromium not found at /usr/bin/chromium (apt-get install chromium)")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1100, "height": 800})
+        pg = context.new_page()
+        pg.set_default_timeout(15_000)
+        yield pg
+        context.close()
+        browser.close()
+
+
+def test_search_shows_results_and_similar_images(server, page):
+    page.goto(server["url"] + "/")
+    page.fill("#query", "a red kite")
+    page.press("#query", "Enter")
+    page.wait_for_selector("#results .card")
+    cards = page.locator("#results .card")
+    assert cards.count() == 6
+    assert cards.first.get_attribute("data-id").endswith("/0_red.png")
+    page.wait_for_function(
+        "[...document.querySelectorAll('#results img')].every(i => i.complete && i.naturalWidth > 0)")
+    assert "6 images" in page.inner_text("#search-status")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "web-search.png"))
+
+    cards.nth(1).click()
+    page.wait_for_selector("#detail:not([hidden]) #similar .card")
+    assert page.locator("#similar .card").count() == 5  # all others, itself excluded
+    second = cards.nth(1).get_attribute("data-id")
+    assert second not in page.locator("#similar .card").evaluate_all(
+        "cards => cards.map(c => c.dataset.id)")
+    page.screenshot(path=str(ARTIFACTS / "web-detail.png"))
+    page.click("#detail-close")
+    assert page.locator("#detail").is_hidden()
+
+
+def test_upload_shows_captions_and_keywords(server, page):
+    upload = server["root"] / "green.png"
+    Image.new("RGB", (120, 90), COLOURS["green"]).save(upload)
+    page.goto(server["url"] + "/")
+    page.set_input_files("#image-file", str(upload))
+    page.wait_for_selector("#captions li")
+    assert page.locator("#captions li").first.inner_text().startswith("a green picture")
+    page.wait_for_selector("#keywords li")
+    assert page.locator("#keywords li").first.inner_text() == "green"
+    assert "indexed collection" in page.inner_text("#annotate-status")
+    page.screenshot(path=str(ARTIFACTS / "web-describe.png"), full_page=True)
+
+
+def test_evaluation_page_compares_two_reports(server, page):
+    page.goto(server["url"] + "/eval?a=baseline&b=dual")
+    page.wait_for_selector("table.metrics")
+    assert page.locator("table.metrics").count() == 2  # i2t and t2i
+    assert page.locator("svg.chart").count() == 4  # Recall@K and precision-recall per direction
+    first = page.locator("table.metrics").first
+    rows = first.locator("tbody tr").evaluate_all(
+        "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+    by_metric = {cells[0]: cells[1:] for cells in rows}
+    assert by_metric["R@10"] == ["0.250", "0.750", "+0.500"]
+    assert by_metric["medR"] == ["40", "9", "-31"]
+    assert first.locator("td.better").count() > 0
+    page.screenshot(path=str(ARTIFACTS / "web-eval.png"), full_page=True)
