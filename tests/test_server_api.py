@@ -241,7 +241,7 @@ def test_tag_without_a_tagger_is_503(tmp_path, built, monkeypatch):
 
 def test_missing_index_is_503(tmp_path):
     with TestClient(create_app(tmp_path / "missing.db", thumbnail_dir=tmp_path / "t")) as c:
-        assert "xmodal photos index" in assert_error(c.get("/api/search", params={"q": "a"}), 503)
+        assert "xmodal index" in assert_error(c.get("/api/search", params={"q": "a"}), 503)
         assert c.get("/api/health").json()["status"] == "ok"
 
 

@@ -11,12 +11,15 @@ from xmodal.cli._app import app, console
 
 @app.command(
     "serve",
-    epilog="Example: xmodal serve --db ~/photos.xmodal --reports reports/json --port 8000  "
+    epilog="Example: xmodal serve --db photos.db --reports reports/json --port 8000  "
     "(then open http://127.0.0.1:8000/ ; the API is documented at /docs)",
 )
 def serve(
     db: Path = typer.Option(
-        None, "--db", help="photo index to search (built with 'xmodal photos index')"
+        None,
+        "--db",
+        help="photo index to search, built with 'xmodal index FOLDER' "
+        "(default: $XMODAL_DB or ~/.local/share/xmodal/photos.db)",
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
     port: int = typer.Option(8000, "--port", help="TCP port to listen on"),
@@ -34,8 +37,13 @@ def serve(
     """Serve the search / describe / tag API and the web page (search and evaluation reports)."""
     import uvicorn
 
+    from xmodal.index import default_db_path
     from xmodal.server import create_app
 
+    db = db if db is not None else default_db_path()
+    if not db.exists():
+        console.print(f"[yellow]note:[/] no photo index at {db} yet; search answers 503 until "
+                      f"you build one with 'xmodal index FOLDER --db {db}'")
     web = create_app(db, reports_dir=reports, thumbnail_dir=thumbnails, model_spec=model)
     console.print(f"xmodal: serving on http://{host}:{port}/  (API docs at /docs)")
     uvicorn.run(web, host=host, port=port, log_level=log_level)

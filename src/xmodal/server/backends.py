@@ -73,7 +73,7 @@ class Backends:
                 raise ApiError(
                     503,
                     f"photo index {self.db_path} does not exist: build it with "
-                    f"'xmodal photos index FOLDER --db {self.db_path}'",
+                    f"'xmodal index FOLDER --db {self.db_path}'",
                 )
             from xmodal.index import PhotoIndex
 
