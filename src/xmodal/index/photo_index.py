@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import inspect
 import json
 import os
 import time
@@ -109,8 +110,12 @@ class PhotoIndex:
     ):
         self.db_path = Path(db_path).expanduser() if db_path else default_db_path()
         self.store = Store(self.db_path, create=create)
+        if model is None and model_spec is None:
+            # query with the model the collection was indexed with ("" = the default model)
+            model_spec = self.store.get_meta("model_spec") or None
         self.model_spec = model_spec
         self._model = model
+        self._model_id: str | None = None
         self._ann: AnnIndex | None = None
 
     # ----- model ----------------------------------------------------------------------------
@@ -122,7 +127,21 @@ class PhotoIndex:
 
     @property
     def model_id(self) -> str:
-        return model_id(self.model, self.model_spec)
+        if self._model_id is None:
+            self._model_id = model_id(self.model, self.model_spec)
+        return self._model_id
+
+    def _check_model(self) -> None:
+        """Queries must be embedded by the model that embedded the collection."""
+        indexed = self.store.get_meta("model")
+        if indexed and indexed != self.model_id:
+            roots = json.loads(self.store.get_meta("roots", "[]") or "[]")
+            folder = roots[0] if len(roots) == 1 else "FOLDER"
+            raise XmodalError(
+                f"{self.db_path} was indexed with model {indexed}, not {self.model_id}: "
+                f"run 'xmodal index {folder} --db {self.db_path}' (with the same --model) "
+                "to re-embed the photos"
+            )
 
     @property
     def ann(self) -> AnnIndex:
@@ -155,6 +174,9 @@ class PhotoIndex:
         stats = UpdateStats(str(root))
         mid = self.model_id
         files, others = walk_images(root)
+        own = str(self.db_path.resolve())  # the database may live inside the folder it indexes
+        files = [f for f in files if not f.path.startswith(own)]
+        others = [(p, r) for p, r in others if not p.startswith(own)]
         known = self.store.files_under(str(root))
         stats.seen = len(files)
         caption_map = _resolve_captions(captions or {}, root)
@@ -194,6 +216,11 @@ class PhotoIndex:
                 todo.append((info, sha1, rec))
             gone = [rec.id for path, rec in known.items() if path not in seen_paths]
             stats.deleted = self.store.delete_files(conn, gone)
+            roots = json.loads(self.store.get_meta("roots", "[]") or "[]")
+            if str(root) not in roots:
+                self.store.set_meta(conn, "roots", json.dumps(sorted([*roots, str(root)])))
+            if not todo:
+                self._record_model(conn, mid)
 
         bar = tqdm(total=len(todo), desc="indexing", unit="img", disable=not progress or not todo)
         for start in range(0, len(todo), BATCH):
@@ -206,7 +233,7 @@ class PhotoIndex:
                     bad.append((info, sha1, rec, reason))
                 else:
                     images.append(image)
-                    good.append((info, sha1, rec, image.size))
+                    good.append((info, sha1, rec, image.info.get("original_size", image.size)))
             vectors = self._embed(images) if images else np.zeros((0, 0), np.float32)
             with self.store.transaction() as conn:
                 for info, sha1, rec, reason in bad:
@@ -222,8 +249,7 @@ class PhotoIndex:
                         stats.added += 1
                     else:
                         stats.updated += 1
-                self.store.set_meta(conn, "model", mid)
-                self.store.set_meta(conn, "dim", str(int(self.model.dim)))
+                self._record_model(conn, mid)
             bar.update(len(batch))
             stats.elapsed_s = time.perf_counter() - t0
             bar.set_postfix(img_s=f"{stats.images_per_s:.1f}")
@@ -240,6 +266,11 @@ class PhotoIndex:
         self.ann.rebuild()
         stats.elapsed_s = time.perf_counter() - t0
         return stats
+
+    def _record_model(self, conn, mid: str) -> None:
+        self.store.set_meta(conn, "model", mid)
+        self.store.set_meta(conn, "model_spec", self.model_spec or "")
+        self.store.set_meta(conn, "dim", str(int(self.model.dim)))
 
     def _vector_model(self, file_id: int) -> str | None:
         row = self.store.conn.execute(
@@ -269,6 +300,7 @@ class PhotoIndex:
             raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
         if k < 1 or offset < 0:
             raise XmodalError("k must be at least 1 and offset at least 0")
+        self._check_model()
         q = self._embed_text(text.strip())
         scores, ids = self.ann.search(q, k + offset)
         return self._results(scores[0], ids[0])[offset : offset + k]
@@ -278,6 +310,7 @@ class PhotoIndex:
 
     def similar(self, image: str | os.PathLike, k: int = 10) -> list[SearchResult]:
         """Photos like ``image``: an indexed path (its stored vector) or any image file."""
+        self._check_model()
         path = str(Path(image).expanduser().resolve())
         fid = self.store.file_id(path)
         vec = self.store.vector_of(fid, self.model_id) if fid is not None else None
@@ -314,20 +347,24 @@ class PhotoIndex:
         }
 
 
-def _embed_images(model: Any, images: list[Any]) -> np.ndarray:
+def _call_embed(method: Callable, items: list[Any], **wanted: Any) -> np.ndarray:
+    """Call ``embed_images``/``embed_texts`` with the keyword options the model accepts
+    (``progress=False``; ``cache=False`` for images: the photo index is its own cache)."""
     try:
-        vecs = model.embed_images(images, progress=False)
-    except TypeError:  # models without the progress keyword
-        vecs = model.embed_images(images)
-    return np.asarray(vecs, dtype=np.float32)
+        params = inspect.signature(method).parameters
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
+        kwargs = {k: v for k, v in wanted.items() if takes_any or k in params}
+    except (TypeError, ValueError):
+        kwargs = {}
+    return np.asarray(method(items, **kwargs), dtype=np.float32)
+
+
+def _embed_images(model: Any, images: list[Any]) -> np.ndarray:
+    return _call_embed(model.embed_images, images, progress=False, cache=False)
 
 
 def _embed_texts(model: Any, texts: list[str]) -> np.ndarray:
-    try:
-        vecs = model.embed_texts(texts, progress=False)
-    except TypeError:
-        vecs = model.embed_texts(texts)
-    return np.asarray(vecs, dtype=np.float32)
+    return _call_embed(model.embed_texts, texts, progress=False)
 
 
 def rank_captions(model: Any, image: Any, captions: list[str], k: int = 5) -> list[tuple[str, float]]:

@@ -14,6 +14,7 @@ from xmodal.data.folder import IMAGE_EXTENSIONS
 
 MAX_PIXELS = 64_000_000  # refuse larger images (decompression bombs): 8000 x 8000
 MAX_BYTES = 200 * 1024 * 1024
+MAX_SIDE = 448  # images are shrunk to this before embedding (the encoders read 224 x 224)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,9 @@ def file_sha1(path: str) -> str:
 def load_checked(path: str) -> tuple[Image.Image | None, str | None]:
     """(RGB image, None) for a readable image, or (None, reason) for a bad one.
 
+    The image comes back shrunk so that its longer side is at most ``MAX_SIDE`` pixels; its
+    stored size is in ``image.info["original_size"]``.
+
     Refuses empty files, files over MAX_BYTES, images over MAX_PIXELS (checked from the header,
     before decoding) and truncated or corrupt data (the whole image is decoded).
     """
@@ -79,9 +83,13 @@ def load_checked(path: str) -> tuple[Image.Image | None, str | None]:
                 w, h = im.size
                 if w * h > MAX_PIXELS:
                     return None, f"image too large ({w}x{h} pixels)"
+                if im.format == "JPEG":
+                    im.draft("RGB", (MAX_SIDE, MAX_SIDE))  # decode at a reduced scale: fast
                 im.load()
-                im = ImageOps.exif_transpose(im)
-                return im.convert("RGB"), None
+                out = ImageOps.exif_transpose(im).convert("RGB")
+                out.thumbnail((MAX_SIDE, MAX_SIDE), Image.BILINEAR)
+                out.info["original_size"] = (w, h)
+                return out, None
     except UnidentifiedImageError:
         return None, "not a readable image"
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
