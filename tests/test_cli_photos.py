@@ -1,109 +1,176 @@
-"""The photo-search commands end to end: index, search, similar, describe, photos, demo."""
+"""The photo search commands: index, search, similar, describe, photos, demo (fake and real models)."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from PIL import Image
+from typer.testing import CliRunner
 
-REPO = Path(__file__).resolve().parents[1]
+from xmodal.cli import app
+
 FAKE = "python:tests.fake_models:ColourModel"
+REPO = Path(__file__).resolve().parents[1]
+runner = CliRunner()
 
 
-def xmodal(*args, timeout=300):
-    return subprocess.run([sys.executable, "-m", "xmodal", *map(str, args)], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout)
+def solid(path: Path, colour, size=(40, 30)) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", size, colour).save(path)
+    return path
 
 
-@pytest.fixture(scope="module")
-def indexed(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("cli")
-    root = tmp / "photos"
-    root.mkdir()
-    for name, colour in {"red": (250, 0, 0), "green": (0, 250, 0), "blue": (0, 0, 250)}.items():
-        Image.new("RGB", (40, 30), colour).save(root / f"{name}.png")
-    (root / "broken.jpg").write_bytes(b"\xff\xd8\xff garbage")
-    (tmp / "caps.csv").write_text("image,caption\nred.png,a red square\nblue.png,a blue square\n")
-    db = tmp / "photos.db"
-    out = xmodal("index", root, "--db", db, "--model", FAKE, "--captions", tmp / "caps.csv",
-                 "--json", "--quiet")
-    assert out.returncode == 0, out.stderr
-    return tmp, root, db, json.loads(out.stdout)
+@pytest.fixture
+def indexed(tmp_path):
+    root = tmp_path / "photos"
+    solid(root / "red.png", (240, 20, 20))
+    solid(root / "a" / "green.png", (20, 240, 20))
+    solid(root / "a" / "b" / "blue.jpg", (20, 20, 240))
+    solid(root / "yellow.png", (240, 240, 20))
+    (root / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0 not really a jpeg")
+    caps = tmp_path / "caps.csv"
+    caps.write_text("image,caption\nred.png,a red square\na/b/blue.jpg,a blue square\n")
+    db = tmp_path / "photos.db"
+    res = runner.invoke(app, ["index", str(root), "--db", str(db), "--model", FAKE, "--json", "-q",
+                              "--captions", str(caps)])
+    assert res.exit_code == 0, res.output
+    return root, db, json.loads(res.stdout)
 
 
-def test_index_reports_counts(indexed):
-    _, _, _, stats = indexed
-    assert stats["added"] == 3 and stats["skipped"] == 1 and stats["images_per_s"] > 0
+def run_cli(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env_extra or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "xmodal", *args], cwd=REPO, capture_output=True, text=True,
+        timeout=120, env=env,
+    )
 
 
-def test_search_json_shape(indexed):
-    _, _, db, _ = indexed
-    out = xmodal("search", "something green", "--db", db, "--model", FAKE, "-k", "2", "--json")
-    assert out.returncode == 0, out.stderr
-    payload = json.loads(out.stdout)
-    assert payload["query"] == "something green"
-    assert [Path(r["path"]).name for r in payload["results"]][0] == "green.png"
-    assert len(payload["results"]) == 2 and set(payload["results"][0]) == {"path", "score"}
+def test_index_reports_counts_and_skips(indexed):
+    root, db, stats = indexed
+    assert (stats["added"], stats["skipped"], stats["deleted"]) == (4, 1, 0)
+    assert sum(stats["skip_reasons"].values()) == 1
+    again = runner.invoke(app, ["index", str(root), "--db", str(db), "--json", "-q"])
+    assert again.exit_code == 0, again.output
+    second = json.loads(again.stdout)  # uses the model recorded in the database
+    assert (second["added"], second["updated"], second["unchanged"]) == (0, 0, 4)
 
 
-def test_similar_same_shape(indexed):
-    _, root, db, _ = indexed
-    out = xmodal("similar", root / "red.png", "--db", db, "--model", FAKE, "--json")
-    assert out.returncode == 0, out.stderr
-    payload = json.loads(out.stdout)
-    assert set(payload) == {"query", "results"}
-    assert "red.png" not in {Path(r["path"]).name for r in payload["results"]}
+def test_search_json_shape_and_ranking(indexed):
+    root, db, _ = indexed
+    res = runner.invoke(app, ["search", "something blue", "--db", str(db), "-k", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["query"] == "something blue"
+    assert [set(r) for r in out["results"]] == [{"path", "score"}] * 2
+    assert out["results"][0]["path"] == str(root / "a" / "b" / "blue.jpg")
+    assert out["results"][0]["score"] >= out["results"][1]["score"]
+    # an independent oracle: cosine between [mean colour, 0.1] and the query's [0, 0, 1, 0.1]
+    img, txt = np.array([20 / 255, 20 / 255, 240 / 255, 0.1]), np.array([0, 0, 1, 0.1])
+    expected = img @ txt / np.linalg.norm(img) / np.linalg.norm(txt)
+    assert out["results"][0]["score"] == pytest.approx(expected, abs=1e-3)
 
 
-def test_describe_ranks_caption_pool(indexed, tmp_path):
-    _, root, _, _ = indexed
-    pool = tmp_path / "pool.txt"
-    pool.write_text("a blue ocean\na red car\n\na green lawn\n")
-    out = xmodal("describe", root / "green.png", "--captions", pool, "--model", FAKE, "--json")
-    assert out.returncode == 0, out.stderr
-    results = json.loads(out.stdout)["results"]
-    assert results[0]["caption"] == "a green lawn" and len(results) == 3
+def test_search_table_output(indexed):
+    root, db, _ = indexed
+    res = runner.invoke(app, ["search", "red", "--db", str(db), "-k", "1"])
+    assert res.exit_code == 0, res.output
+    flat = "".join(line.strip(" │┃") for line in res.output.splitlines())  # long paths fold
+    assert "red.png" in flat and "blue.jpg" not in flat
 
 
-def test_photos_lists_skipped_files(indexed):
-    _, _, db, _ = indexed
-    out = xmodal("photos", "--db", db, "--skipped", "--json")
-    assert out.returncode == 0, out.stderr
-    info = json.loads(out.stdout)
-    assert info["indexed"] == 3 and info["captions"] == 2
-    assert [Path(s["path"]).name for s in info["skipped_files"]] == ["broken.jpg"]
+def test_similar_json_has_search_shape(indexed):
+    root, db, _ = indexed
+    query = root / "yellow.png"
+    res = runner.invoke(app, ["similar", str(query), "--db", str(db), "-k", "3", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["query"] == str(query)
+    paths = [r["path"] for r in out["results"]]
+    assert len(paths) == 3 and str(query) not in paths
+    # yellow (240, 240, 20) is nearer to red and green than to blue
+    assert paths[-1] == str(root / "a" / "b" / "blue.jpg")
 
 
-def test_errors_are_clean(indexed, tmp_path):
-    _, _, db, _ = indexed
-    empty = xmodal("search", "  ", "--db", db, "--model", FAKE)
-    assert empty.returncode == 2 and "empty" in empty.stderr and "Traceback" not in empty.stderr
-    missing = xmodal("search", "a dog", "--db", tmp_path / "nope.db", "--model", FAKE)
-    assert missing.returncode == 2 and "xmodal index" in missing.stderr
-    nofolder = xmodal("index", tmp_path / "nowhere", "--db", tmp_path / "x.db", "--model", FAKE)
-    assert nofolder.returncode == 2 and "not a folder" in nofolder.stderr
+@pytest.mark.parametrize(
+    "name, content",
+    [
+        ("pool.txt", "a blue sky\n\na red apple\ngreen grass\n"),
+        ("pool.csv", "image,caption\nx.jpg,a blue sky\nx.jpg,a red apple\ny.jpg,green grass\n"),
+        ("pool.jsonl", '{"image": "x", "caption": "a blue sky"}\n'
+                       '{"image": "x", "caption": "a red apple"}\n'
+                       '{"image": "y", "caption": "green grass"}\n'),
+    ],
+)
+def test_describe_ranks_a_caption_pool(indexed, tmp_path, name, content):
+    root, _, _ = indexed
+    pool = tmp_path / name
+    pool.write_text(content)
+    res = runner.invoke(app, ["describe", str(root / "red.png"), "--captions", str(pool),
+                              "-k", "2", "--model", FAKE, "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert [r["caption"] for r in out["results"]][0] == "a red apple"
+    assert len(out["results"]) == 2
+
+
+def test_photos_status_lists_skipped(indexed):
+    root, db, _ = indexed
+    res = runner.invoke(app, ["photos", "--db", str(db), "--skipped", "--rebuild", "--json"])
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.stdout)
+    assert info["indexed"] == 4 and info["ann_vectors"] == 4 and info["captions"] == 2
+    assert [s["path"] for s in info["skipped_files"]] == [str(root / "broken.jpg")]
+
+
+def test_user_errors_exit_2_with_a_clear_message(tmp_path):
+    missing = run_cli("search", "a dog", "--db", str(tmp_path / "nothing.db"))
+    assert missing.returncode == 2
+    assert "xmodal index" in missing.stdout + missing.stderr
+    assert not (tmp_path / "nothing.db").exists()
+    empty = run_cli("search", "  ", "--db", str(tmp_path / "nothing.db"))
+    assert empty.returncode == 2 and "empty" in empty.stdout + empty.stderr
+    nofolder = run_cli("index", str(tmp_path / "nope"), "--db", str(tmp_path / "x.db"), "--model", FAKE)
+    assert nofolder.returncode == 2 and "not a folder" in nofolder.stdout + nofolder.stderr
 
 
 def test_help_has_examples():
     for cmd in ("index", "search", "similar", "describe", "demo"):
-        out = xmodal(cmd, "--help")
-        assert out.returncode == 0 and "Example" in out.stdout, cmd
+        res = runner.invoke(app, [cmd, "--help"])
+        assert res.exit_code == 0 and "Example" in res.output, cmd
+
+
+def test_demo_on_a_folder_with_fake_model(indexed, tmp_path):
+    root, _, _ = indexed
+    res = runner.invoke(app, ["demo", str(root), "--db", str(tmp_path / "demo.db"), "--model",
+                              FAKE, "-q", "green", "-q", "blue", "-k", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert [o["query"] for o in out] == ["green", "blue"]
+    assert [Path(o["results"][0]["path"]).name for o in out] == ["green.png", "blue.jpg"]
 
 
 @pytest.mark.slow
-def test_demo_photos_with_the_default_model(tmp_path):
-    """The main job on real photos with the shipped model: a query for a cat finds the cat."""
-    from xmodal.cli.demo_cmd import copy_sample_photos
-    from xmodal.index import PhotoIndex
+def test_real_default_model_end_to_end(tmp_path):
+    """Three sample photos from scikit-image, the shipped default model, two CLI processes."""
+    from xmodal.cli.demo_cmd import sample_photo_dir
 
-    copy_sample_photos(tmp_path / "photos")
-    index = PhotoIndex(tmp_path / "demo.db")
-    index.update(tmp_path / "photos", progress=False)
-    top = {q: Path(index.search(q, k=1)[0].path).stem for q in
-           ("a cat", "a cup of coffee", "a rocket launching into the sky", "the moon")}
-    assert top == {"a cat": "chelsea", "a cup of coffee": "coffee",
-                   "a rocket launching into the sky": "rocket", "the moon": "moon"}
+    src = sample_photo_dir()
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for name in ("chelsea.png", "coffee.png", "rocket.jpg"):
+        (folder / name).write_bytes((src / name).read_bytes())
+    db = str(tmp_path / "real.db")
+    env = {"XMODAL_CACHE": str(tmp_path / "cache")} if os.environ.get("CI") else None
+    idx = run_cli("index", str(folder), "--db", db, "--quiet", env_extra=env)
+    assert idx.returncode == 0, idx.stderr
+    res = run_cli("search", "a cup of coffee", "--db", db, "-k", "3", "--json", env_extra=env)
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert Path(out["results"][0]["path"]).name == "coffee.png"
+    assert len(out["results"]) == 3

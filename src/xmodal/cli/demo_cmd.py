@@ -120,7 +120,7 @@ def demo_command(
             table = Table()
             table.add_column("rank", justify="right")
             table.add_column("score", justify="right")
-            table.add_column("photo")
+            table.add_column("photo", overflow="fold")
             for n, r in enumerate(results, start=1):
                 p = Path(r.path)
                 shown = p.relative_to(root) if p.is_relative_to(root) else p

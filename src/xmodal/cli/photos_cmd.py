@@ -28,7 +28,7 @@ def _print_results(title: str, results, as_json: bool, query: str) -> None:
     table = Table(title=title)
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
-    table.add_column("path")
+    table.add_column("path", overflow="fold")
     for n, r in enumerate(results, start=1):
         table.add_row(str(n), f"{r.score:.3f}", r.path)
     console.print(table)
@@ -90,6 +90,8 @@ def search_command(
 
       xmodal search "children playing in the snow" -k 5 --json
     """
+    if not query.strip():
+        raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
     index = _open(db, model)
     _print_results(f"search: {query}", index.search(query, k), as_json, query)
 
@@ -140,7 +142,7 @@ def describe_command(
     table = Table(title=f"captions for {image}")
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
-    table.add_column("caption")
+    table.add_column("caption", overflow="fold")
     for n, (c, s) in enumerate(ranked, start=1):
         table.add_row(str(n), f"{s:.3f}", c)
     console.print(table)
@@ -178,7 +180,6 @@ def photos_command(
     index = PhotoIndex(db, create=False)
     info = index.stats()
     if rebuild:
-        index.model_spec = None
         info["ann_vectors"] = index.rebuild_ann()
     if skipped:
         info["skipped_files"] = [{"path": p, "reason": r} for p, r in index.skipped()]
