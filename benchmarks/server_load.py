@@ -27,8 +27,11 @@ from pathlib import Path
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
-WORDS = ("dog cat child man woman bike beach snow grass water ball street red blue running "
-         "jumping sitting playing standing two a the on in with near").split()
+WORDS = [
+    "dog", "cat", "child", "man", "woman", "bike", "beach", "snow", "grass", "water", "ball",
+    "street", "red", "blue", "running", "jumping", "sitting", "playing", "standing", "two", "a",
+    "the", "on", "in", "with", "near",
+]
 
 
 def _unit_from(key: bytes, dim: int) -> np.ndarray:
@@ -57,8 +60,9 @@ class DualTextModel(SyntheticModel):
         from xmodal.models.dual import load_embedding_model
 
         self.text_model = load_embedding_model(None)
-        self.dim = int(self.text_model.dim)
-        self.model_id = f"synthetic-{self.dim}-v1"
+        if int(self.text_model.dim) != self.dim:
+            raise SystemExit(f"the default model embeds in {self.text_model.dim} dimensions, "
+                             f"the synthetic index in {self.dim}: change SyntheticModel.dim")
 
     def embed_texts(self, texts, progress: bool = False) -> np.ndarray:
         return np.asarray(self.text_model.embed_texts(list(texts), progress=False), np.float32)
@@ -92,7 +96,7 @@ def build_index(n: int, dim: int) -> Path:
     model.dim = dim
     model.model_id = f"synthetic-{dim}-v1"
     t0 = time.perf_counter()
-    stats = PhotoIndex(db, model=model).update(photos, progress=True)
+    stats = PhotoIndex(db, model=model).update(photos, progress=False)
     print(f"indexed {stats.added} images in {time.perf_counter() - t0:.1f} s", file=sys.stderr)
     (root / "done").write_text("ok\n")
     return db
@@ -200,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
 
     spec = f"python:benchmarks.server_load:{args.text_model}_text_model".replace(
         "synthetic_text_model", "synthetic_model")
-    dim = SyntheticModel.dim if args.text_model == "synthetic" else int(DualTextModel().dim)
+    dim = SyntheticModel.dim
     db = build_index(args.images, dim)
     proc, url = start_server(db, spec)
     try:

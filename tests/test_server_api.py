@@ -198,7 +198,7 @@ def test_thumbnails_are_generated_once(client, app, tmp_path):
 # -- describe and tag -----------------------------------------------------------------------------
 def test_describe_with_uploaded_captions(client):
     image = png_bytes(Image.new("RGB", (64, 48), COLOURS["red"]))
-    captions = "c1\ta blue sky\nc2\ta red square\n\nc3\ta green field\n".encode()
+    captions = b"c1\ta blue sky\nc2\ta red square\n\nc3\ta green field\n"
     response = client.post("/api/describe",
                            files={"image": ("red.png", image, "image/png"),
                                   "captions": ("caps.txt", captions, "text/plain")},
@@ -224,7 +224,7 @@ def test_tag(client):
     image = png_bytes(Image.new("RGB", (30, 30), COLOURS["green"]))
     body = client.post("/api/tag", files={"image": ("g.png", image, "image/png")},
                        data={"limit": "3"}).json()
-    assert [k["word"] for k in body["keywords"]][0] == "green"
+    assert body["keywords"][0]["word"] == "green"
     assert len(body["keywords"]) == 3
 
 

@@ -129,3 +129,51 @@ def test_evaluation_page_compares_two_reports(server, page):
     assert by_metric["medR"] == ["40", "9", "-31"]
     assert first.locator("td.better").count() > 0
     page.screenshot(path=str(ARTIFACTS / "web-eval.png"), full_page=True)
+
+
+def docs_screenshot(out: Path) -> None:
+    """Regenerate ``docs/web-search.png``: scikit-image's sample photos (the ``make demo`` set),
+    indexed with the default model, searched for "a cat" in headless Chromium.
+
+        python tests/test_server_browser.py docs/web-search.png
+    """
+    import tempfile
+
+    import uvicorn
+    from playwright.sync_api import sync_playwright
+
+    from xmodal.cli.demo_cmd import copy_sample_photos
+    from xmodal.index import PhotoIndex
+    from xmodal.server import create_app
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        copy_sample_photos(root / "photos")
+        PhotoIndex(root / "photos.db").update(root / "photos", progress=False)
+        app = create_app(root / "photos.db", thumbnail_dir=root / "thumbs")
+        port = _free_port()
+        srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        threading.Thread(target=srv.run, daemon=True).start()
+        while not srv.started:
+            time.sleep(0.05)
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            page = browser.new_page(viewport={"width": 1000, "height": 620})
+            page.set_default_timeout(120_000)
+            page.goto(f"http://127.0.0.1:{port}/?q=a%20cat")
+            page.wait_for_selector("#results .card")
+            page.wait_for_function(
+                "[...document.querySelectorAll('#results img')]"
+                ".every(i => i.complete && i.naturalWidth > 0)")
+            page.screenshot(path=str(root / "shot.png"))
+            browser.close()
+        srv.should_exit = True
+        shot = Image.open(root / "shot.png").convert("RGB")
+        shot.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(out, optimize=True)
+    print(f"wrote {out} ({out.stat().st_size // 1024} KB)")
+
+
+if __name__ == "__main__":
+    import sys
+
+    docs_screenshot(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/web-search.png"))

@@ -44,7 +44,7 @@ def decode_image(data: bytes, limits: ServerLimits) -> Image.Image:
         raise ApiError(
             415, "the upload is not an image this server can read (JPEG, PNG, GIF, WebP, BMP, TIFF)"
         ) from None
-    except Exception as exc:  # malformed headers raise assorted errors inside Pillow
+    except Exception as exc:  # noqa: BLE001 - malformed headers raise assorted errors in Pillow
         raise ApiError(400, f"the image could not be read: {exc}") from None
     width, height = image.size
     if width <= 0 or height <= 0:
@@ -54,7 +54,7 @@ def decode_image(data: bytes, limits: ServerLimits) -> Image.Image:
     try:
         image.load()
         return image.convert("RGB")
-    except Exception as exc:  # truncated or corrupt pixel data
+    except Exception as exc:  # noqa: BLE001 - truncated or corrupt pixel data
         raise ApiError(400, f"the image is corrupt or truncated: {exc}") from None
 
 
