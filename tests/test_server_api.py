@@ -55,7 +55,8 @@ REPORT_A = {
 }
 REPORT_B = {**REPORT_A, "model": "dual",
             "directions": {"i2t": {"R@1": 0.2, "R@5": 0.5, "R@10": 0.6, "medR": 5.0}},
-            "curves": {"i2t": {"recall_at_k": {"k": [1, 5, 10], "value": [0.2, 0.5, 0.6]}}}}
+            "curves": {"i2t": {"recall_at_k": {"1": 0.2, "5": 0.5, "10": 0.6},
+                               "pr": {"recall": [0.0, 0.5, 1.0], "precision": [0.9, 0.4, 0.1]}}}}
 
 
 @pytest.fixture()
@@ -330,3 +331,26 @@ def test_reports_list_and_fetch(client):
     assert_error(client.get("/api/reports/broken"), 404)
     assert_error(client.get("/api/reports/..%2Fsecret"), 404)
     assert_error(client.get("/api/reports/missing"), 404)
+
+
+def test_describe_without_collection_captions_says_what_to_do(tmp_path, parts):
+    class NoCaptions:
+        def captions(self):
+            return []
+
+    app = create_app(tmp_path / "db", index=NoCaptions(), model=parts["model"], thumbnail_dir=tmp_path)
+    with TestClient(app) as c:
+        image = png_bytes(Image.new("RGB", (8, 8), COLOURS["red"]))
+        message = assert_error(c.post("/api/describe", files={"image": ("r.png", image)}), 400)
+        assert "upload a caption file" in message
+
+
+def test_serve_command_help():
+    from typer.testing import CliRunner
+
+    from xmodal.cli import app as cli
+
+    result = CliRunner().invoke(cli, ["serve", "--help"])
+    assert result.exit_code == 0
+    for option in ("--db", "--host", "--port", "--reports"):
+        assert option in result.output

@@ -46,8 +46,11 @@ def server(tmp_path_factory):
     metrics_b = {k: (v * 3 if k != "medR" else 9.0) for k, v in metrics_a.items()}
     (reports / "baseline.json").write_text(json.dumps(
         {**base, "model": "baseline", "directions": {"i2t": metrics_a, "t2i": metrics_a}}))
-    (reports / "dual.json").write_text(json.dumps(
-        {**base, "model": "dual", "directions": {"i2t": metrics_b, "t2i": metrics_b}}))
+    curves = {"recall_at_k": {"1": 0.15, "2": 0.25, "5": 0.45, "10": 0.75, "20": 0.9},
+              "pr": {"recall": [0.0, 0.5, 1.0], "precision": [0.8, 0.3, 0.1]}}
+    (reports / "dual.json").write_text(json.dumps(  # curves as `xmodal eval --json` writes them
+        {**base, "model": "dual", "directions": {"i2t": metrics_b, "t2i": metrics_b},
+         "curves": {"i2t": curves}}))
     db, parts = fake_backends(root)
     app = create_app(db, reports_dir=reports, thumbnail_dir=root / "thumbs", **parts)
     port = _free_port()
@@ -128,6 +131,13 @@ def test_evaluation_page_compares_two_reports(server, page):
     assert by_metric["R@10"] == ["0.250", "0.750", "+0.500"]
     assert by_metric["medR"] == ["40", "9", "-31"]
     assert first.locator("td.better").count() > 0
+    # i2t Recall@K chart: baseline from its 3 R@K metrics, dual from its 5-point saved curve
+    lines = page.locator("svg.chart").first.locator("polyline").evaluate_all(
+        "ls => ls.map(l => l.getAttribute('points').trim().split(/\\s+/).length)")
+    assert lines == [3, 5]
+    pr_lines = page.locator("svg.chart").nth(1).locator("polyline").evaluate_all(
+        "ls => ls.map(l => l.getAttribute('points').trim().split(/\\s+/).length)")
+    assert pr_lines == [3, 3]  # baseline: 3 (recall@K, P@K) pairs; dual: its saved PR curve
     page.screenshot(path=str(ARTIFACTS / "web-eval.png"), full_page=True)
 
 

@@ -10,10 +10,15 @@ function kOf(metric, prefix) {
   return m ? Number(m[1]) : null;
 }
 
-// [[K, R@K], ...] from saved curves if present, else from the R@K metrics.
+// [[K, R@K], ...] from the report's saved curve if present, else from its R@K metrics.
 function recallCurve(report, dir) {
   const c = report.curves && report.curves[dir] && report.curves[dir].recall_at_k;
   if (c && Array.isArray(c.k) && Array.isArray(c.value)) return c.k.map((k, i) => [k, c.value[i]]);
+  if (c && typeof c === "object") {  // {"1": R@1, "2": R@2, ...} as `xmodal eval --json` writes
+    const points = Object.entries(c).map(([k, v]) => [Number(k), v])
+      .filter((p) => Number.isFinite(p[0]) && p[0] > 0 && typeof p[1] === "number");
+    if (points.length) return points.sort((a, b) => a[0] - b[0]);
+  }
   const metrics = report.directions[dir] || {};
   return Object.keys(metrics).map((name) => [kOf(name, "R"), metrics[name]])
     .filter((p) => p[0] !== null && typeof p[1] === "number").sort((a, b) => a[0] - b[0]);
