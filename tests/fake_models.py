@@ -12,8 +12,12 @@ import numpy as np
 from PIL import Image
 
 COLOURS = {
-    "red": (255, 0, 0), "green": (0, 255, 0), "blue": (0, 0, 255),
-    "yellow": (255, 255, 0), "white": (255, 255, 255), "black": (0, 0, 0),
+    "red": (255, 0, 0),
+    "green": (0, 255, 0),
+    "blue": (0, 0, 255),
+    "yellow": (255, 255, 0),
+    "white": (255, 255, 255),
+    "black": (0, 0, 0),
 }
 
 

@@ -1,4 +1,4 @@
-"""The photo search commands: index, search, similar, describe, photos, demo (fake and real models)."""
+"""Photo search commands: index, search, similar, describe, photos, demo (fake and real models)."""
 
 from __future__ import annotations
 
@@ -37,8 +37,21 @@ def indexed(tmp_path):
     caps = tmp_path / "caps.csv"
     caps.write_text("image,caption\nred.png,a red square\na/b/blue.jpg,a blue square\n")
     db = tmp_path / "photos.db"
-    res = runner.invoke(app, ["index", str(root), "--db", str(db), "--model", FAKE, "--json", "-q",
-                              "--captions", str(caps)])
+    res = runner.invoke(
+        app,
+        [
+            "index",
+            str(root),
+            "--db",
+            str(db),
+            "--model",
+            FAKE,
+            "--json",
+            "-q",
+            "--captions",
+            str(caps),
+        ],
+    )
     assert res.exit_code == 0, res.output
     return root, db, json.loads(res.stdout)
 
@@ -46,8 +59,12 @@ def indexed(tmp_path):
 def run_cli(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", **(env_extra or {})}
     return subprocess.run(
-        [sys.executable, "-m", "xmodal", *args], cwd=REPO, capture_output=True, text=True,
-        timeout=120, env=env,
+        [sys.executable, "-m", "xmodal", *args],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
     )
 
 
@@ -102,17 +119,32 @@ def test_similar_json_has_search_shape(indexed):
     [
         ("pool.txt", "a blue sky\n\na red apple\ngreen grass\n"),
         ("pool.csv", "image,caption\nx.jpg,a blue sky\nx.jpg,a red apple\ny.jpg,green grass\n"),
-        ("pool.jsonl", '{"image": "x", "caption": "a blue sky"}\n'
-                       '{"image": "x", "caption": "a red apple"}\n'
-                       '{"image": "y", "caption": "green grass"}\n'),
+        (
+            "pool.jsonl",
+            '{"image": "x", "caption": "a blue sky"}\n'
+            '{"image": "x", "caption": "a red apple"}\n'
+            '{"image": "y", "caption": "green grass"}\n',
+        ),
     ],
 )
 def test_describe_ranks_a_caption_pool(indexed, tmp_path, name, content):
     root, _, _ = indexed
     pool = tmp_path / name
     pool.write_text(content)
-    res = runner.invoke(app, ["describe", str(root / "red.png"), "--captions", str(pool),
-                              "-k", "2", "--model", FAKE, "--json"])
+    res = runner.invoke(
+        app,
+        [
+            "describe",
+            str(root / "red.png"),
+            "--captions",
+            str(pool),
+            "-k",
+            "2",
+            "--model",
+            FAKE,
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert [r["caption"] for r in out["results"]][0] == "a red apple"
@@ -135,7 +167,9 @@ def test_user_errors_exit_2_with_a_clear_message(tmp_path):
     assert not (tmp_path / "nothing.db").exists()
     empty = run_cli("search", "  ", "--db", str(tmp_path / "nothing.db"))
     assert empty.returncode == 2 and "empty" in empty.stdout + empty.stderr
-    nofolder = run_cli("index", str(tmp_path / "nope"), "--db", str(tmp_path / "x.db"), "--model", FAKE)
+    nofolder = run_cli(
+        "index", str(tmp_path / "nope"), "--db", str(tmp_path / "x.db"), "--model", FAKE
+    )
     assert nofolder.returncode == 2 and "not a folder" in nofolder.stdout + nofolder.stderr
 
 
@@ -147,8 +181,24 @@ def test_help_has_examples():
 
 def test_demo_on_a_folder_with_fake_model(indexed, tmp_path):
     root, _, _ = indexed
-    res = runner.invoke(app, ["demo", str(root), "--db", str(tmp_path / "demo.db"), "--model",
-                              FAKE, "-q", "green", "-q", "blue", "-k", "1", "--json"])
+    res = runner.invoke(
+        app,
+        [
+            "demo",
+            str(root),
+            "--db",
+            str(tmp_path / "demo.db"),
+            "--model",
+            FAKE,
+            "-q",
+            "green",
+            "-q",
+            "blue",
+            "-k",
+            "1",
+            "--json",
+        ],
+    )
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert [o["query"] for o in out] == ["green", "blue"]

@@ -1,4 +1,4 @@
-"""The photo index: add, update, delete, rebuild, bad files, and a kill -9 midway through indexing."""
+"""The photo index: add, update, delete, rebuild, bad files, a kill -9 midway through indexing."""
 
 from __future__ import annotations
 
@@ -30,8 +30,12 @@ def solid(path: Path, colour, size=(32, 24), fmt=None) -> Path:
 
 def png_header_claiming(path: Path, width: int, height: int) -> Path:
     """A tiny PNG whose header claims a huge size (a decompression bomb, cheaply)."""
+
     def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IEND", b""))
     return path
@@ -128,8 +132,9 @@ def test_bad_queries_are_clear_errors(photos, tmp_path):
 
 def test_captions_are_stored(photos, tmp_path):
     index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
-    index.update(photos, captions={"red.jpg": ["a red square"], "sub/green.png": ["green"]},
-                 progress=False)
+    index.update(
+        photos, captions={"red.jpg": ["a red square"], "sub/green.png": ["green"]}, progress=False
+    )
     assert sorted(t for _, t in index.captions()) == ["a red square", "green"]
 
 
@@ -138,8 +143,18 @@ def test_kill_9_midway_leaves_usable_index(tmp_path):
     for i in range(48):
         solid(root / f"img{i:02d}.png", ((i * 5) % 256, 100, 200 - i))
     db = tmp_path / "db.sqlite"
-    cmd = [sys.executable, "-m", "xmodal", "index", str(root), "--db", str(db), "--quiet",
-           "--model", "python:tests.fake_models:SlowColourModel"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "xmodal",
+        "index",
+        str(root),
+        "--db",
+        str(db),
+        "--quiet",
+        "--model",
+        "python:tests.fake_models:SlowColourModel",
+    ]
     proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.time() + 120
     done = 0
@@ -164,8 +179,13 @@ def test_kill_9_midway_leaves_usable_index(tmp_path):
     partial = PhotoIndex(db, model_spec="python:tests.fake_models:ColourModel")
     assert len(partial.search("blue", k=100)) == n_vec
     # running again finishes the job, without duplicates
-    out = subprocess.run(cmd[:-1] + ["python:tests.fake_models:ColourModel", "--json"], cwd=REPO,
-                         capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        cmd[:-1] + ["python:tests.fake_models:ColourModel", "--json"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert out.returncode == 0, out.stderr
     with sqlite3.connect(db) as c:
         assert c.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == 48

@@ -110,9 +110,12 @@ def demo_command(
         runs = [(q, index.search(q, k)) for q in queries]
         index.close()
         if as_json:
-            typer.echo(json.dumps(
-                [{"query": q, "results": [r.to_dict() for r in res]} for q, res in runs], indent=2
-            ))
+            typer.echo(
+                json.dumps(
+                    [{"query": q, "results": [r.to_dict() for r in res]} for q, res in runs],
+                    indent=2,
+                )
+            )
             return
         root = Path(folder).expanduser().resolve()
         for q, results in runs:

@@ -12,7 +12,9 @@ from xmodal.cli._app import app, console
 from xmodal.errors import XmodalError
 
 DB_HELP = "Photo index database (default: $XMODAL_DB or ~/.local/share/xmodal/photos.db)."
-MODEL_HELP = "Embedding model: default dual encoder, a saved model directory, or openclip:ARCH:CKPT."
+MODEL_HELP = (
+    "Embedding model: default dual encoder, a saved model directory, or openclip:ARCH:CKPT."
+)
 
 
 def _open(db: Path | None, model: str | None, create: bool = False):
@@ -23,7 +25,9 @@ def _open(db: Path | None, model: str | None, create: bool = False):
 
 def _print_results(title: str, results, as_json: bool, query: str) -> None:
     if as_json:
-        typer.echo(json.dumps({"query": query, "results": [r.to_dict() for r in results]}, indent=2))
+        typer.echo(
+            json.dumps({"query": query, "results": [r.to_dict() for r in results]}, indent=2)
+        )
         return
     table = Table(title=title)
     table.add_column("#", justify="right")
@@ -80,7 +84,9 @@ def search_command(
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     k: int = typer.Option(10, "-k", "--top", help="Number of results."),
     model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON: {query, results: [{path, score}]}"),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print JSON: {query, results: [{path, score}]}"
+    ),
 ) -> None:
     """Search indexed photos by sentence.
 
@@ -102,7 +108,9 @@ def similar_command(
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     k: int = typer.Option(10, "-k", "--top", help="Number of results."),
     model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON: {query, results: [{path, score}]}"),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print JSON: {query, results: [{path, score}]}"
+    ),
 ) -> None:
     """Find indexed photos like an image.
 
@@ -122,7 +130,9 @@ def describe_command(
     ),
     k: int = typer.Option(5, "-k", "--top", help="Number of captions."),
     model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON: {image, results: [{caption, score}]}"),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print JSON: {image, results: [{caption, score}]}"
+    ),
 ) -> None:
     """Rank a pool of captions for an image (image annotation as ranking).
 
@@ -134,10 +144,12 @@ def describe_command(
 
     ranked = rank_captions(load_model(model), str(image), _caption_pool(captions), k)
     if as_json:
-        typer.echo(json.dumps(
-            {"image": str(image), "results": [{"caption": c, "score": s} for c, s in ranked]},
-            indent=2,
-        ))
+        typer.echo(
+            json.dumps(
+                {"image": str(image), "results": [{"caption": c, "score": s} for c, s in ranked]},
+                indent=2,
+            )
+        )
         return
     table = Table(title=f"captions for {image}")
     table.add_column("#", justify="right")

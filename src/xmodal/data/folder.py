@@ -11,7 +11,17 @@ from pathlib import Path
 from xmodal.errors import XmodalError
 
 IMAGE_EXTENSIONS = {
-    ".jpg", ".jpeg", ".png", ".gif", ".bmp", ".tif", ".tiff", ".webp", ".jfif", ".pgm", ".ppm",
+    ".jpg",
+    ".jpeg",
+    ".png",
+    ".gif",
+    ".bmp",
+    ".tif",
+    ".tiff",
+    ".webp",
+    ".jfif",
+    ".pgm",
+    ".ppm",
 }
 
 
@@ -71,7 +81,9 @@ def read_captions(path: str | os.PathLike) -> dict[str, list[str]]:
     return out
 
 
-def load_image_folder(root: str | os.PathLike, captions: str | os.PathLike | None = None) -> ImageFolder:
+def load_image_folder(
+    root: str | os.PathLike, captions: str | os.PathLike | None = None
+) -> ImageFolder:
     """Every image file under ``root`` (recursive, sorted) and, optionally, their captions."""
     root = Path(root).expanduser()
     if not root.is_dir():
@@ -79,7 +91,8 @@ def load_image_folder(root: str | os.PathLike, captions: str | os.PathLike | Non
     ids = sorted(
         p.relative_to(root).as_posix()
         for p in root.rglob("*")
-        if p.is_file() and p.suffix.lower() in IMAGE_EXTENSIONS
+        if p.is_file()
+        and p.suffix.lower() in IMAGE_EXTENSIONS
         and not any(part.startswith(".") for part in p.relative_to(root).parts)
     )
     caps = read_captions(captions) if captions is not None else {}

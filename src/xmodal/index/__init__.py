@@ -1,10 +1,10 @@
 """The photo collection a user searches: SQLite as the source of truth, FAISS derived from it.
 
-    from xmodal.index import PhotoIndex
-    index = PhotoIndex("photos.db")          # default embedding model
-    stats = index.update("~/Pictures")       # incremental: new, changed, deleted files
-    for hit in index.search("a cat on a sofa", k=5):
-        print(hit.path, hit.score)
+from xmodal.index import PhotoIndex
+index = PhotoIndex("photos.db")          # default embedding model
+stats = index.update("~/Pictures")       # incremental: new, changed, deleted files
+for hit in index.search("a cat on a sofa", k=5):
+    print(hit.path, hit.score)
 """
 
 from xmodal.index.photo_index import PhotoIndex, SearchResult, UpdateStats, default_db_path

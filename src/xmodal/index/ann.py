@@ -92,6 +92,14 @@ class AnnIndex:
         k = max(1, min(k, self._index.ntotal)) if self._index.ntotal else 1
         if self._index.ntotal == 0:
             return np.zeros((len(q), 0), np.float32), np.zeros((len(q), 0), np.int64)
-        scores, pos = self._index.search(q, k)
+        import faiss
+
+        threads = faiss.omp_get_max_threads()
+        if len(q) == 1:  # one query: threads only add overhead (and stalls on a busy machine)
+            faiss.omp_set_num_threads(1)
+        try:
+            scores, pos = self._index.search(q, k)
+        finally:
+            faiss.omp_set_num_threads(threads)
         ids = np.where(pos >= 0, self._ids[np.maximum(pos, 0)], -1)
         return scores, ids

@@ -12,6 +12,7 @@ import json
 import os
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -204,12 +205,25 @@ class PhotoIndex:
                 try:
                     sha1 = file_sha1(info.path)
                 except OSError as exc:
-                    self.store.upsert_file(conn, info.path, info.size, info.mtime_ns, None, None,
-                                           None, "skipped", f"cannot read: {exc.strerror}")
+                    self.store.upsert_file(
+                        conn,
+                        info.path,
+                        info.size,
+                        info.mtime_ns,
+                        None,
+                        None,
+                        None,
+                        "skipped",
+                        f"cannot read: {exc.strerror}",
+                    )
                     _count_skip(stats, "cannot read")
                     continue
-                if (rec is not None and rec.sha1 == sha1 and rec.has_vector
-                        and self._vector_model(rec.id) == mid):
+                if (
+                    rec is not None
+                    and rec.sha1 == sha1
+                    and rec.has_vector
+                    and self._vector_model(rec.id) == mid
+                ):
                     self.store.touch_file(conn, rec.id, info.size, info.mtime_ns)
                     stats.unchanged += 1
                     continue
@@ -223,38 +237,20 @@ class PhotoIndex:
                 self._record_model(conn, mid)
 
         bar = tqdm(total=len(todo), desc="indexing", unit="img", disable=not progress or not todo)
-        for start in range(0, len(todo), BATCH):
-            batch = todo[start : start + BATCH]
-            images, good = [], []
-            bad: list[tuple[Any, str, Any, str]] = []
-            for info, sha1, rec in batch:
-                image, reason = load_checked(info.path)
-                if image is None:
-                    bad.append((info, sha1, rec, reason))
-                else:
-                    images.append(image)
-                    good.append((info, sha1, rec, image.info.get("original_size", image.size)))
-            vectors = self._embed(images) if images else np.zeros((0, 0), np.float32)
-            with self.store.transaction() as conn:
-                for info, sha1, rec, reason in bad:
-                    fid = self.store.upsert_file(conn, info.path, info.size, info.mtime_ns, sha1,
-                                                 None, None, "skipped", reason)
-                    self.store.drop_vector(conn, fid)
-                    _count_skip(stats, reason)
-                for (info, sha1, rec, (w, h)), vec in zip(good, vectors):
-                    fid = self.store.upsert_file(conn, info.path, info.size, info.mtime_ns, sha1,
-                                                 w, h, "ok", None)
-                    self.store.put_vector(conn, fid, mid, vec)
-                    if rec is None:
-                        stats.added += 1
-                    else:
-                        stats.updated += 1
-                self._record_model(conn, mid)
-            bar.update(len(batch))
-            stats.elapsed_s = time.perf_counter() - t0
-            bar.set_postfix(img_s=f"{stats.images_per_s:.1f}")
-            if on_batch is not None:
-                on_batch(stats)
+        batches = [todo[i : i + BATCH] for i in range(0, len(todo), BATCH)]
+        # decode the next batch in a thread while the model embeds this one (PIL releases the GIL)
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            pending = pool.submit(_load_batch, batches[0]) if batches else None
+            for n, batch in enumerate(batches):
+                images, good, bad = pending.result()
+                if n + 1 < len(batches):
+                    pending = pool.submit(_load_batch, batches[n + 1])
+                self._embed_and_commit(stats, mid, batch, images, good, bad)
+                bar.update(len(batch))
+                stats.elapsed_s = time.perf_counter() - t0
+                bar.set_postfix(img_s=f"{stats.images_per_s:.1f}")
+                if on_batch is not None:
+                    on_batch(stats)
         bar.close()
 
         if caption_map:
@@ -266,6 +262,45 @@ class PhotoIndex:
         self.ann.rebuild()
         stats.elapsed_s = time.perf_counter() - t0
         return stats
+
+    def _embed_and_commit(self, stats: UpdateStats, mid: str, batch, images, good, bad) -> None:
+        """Embed one batch and write it, with its skipped files, in one transaction."""
+        vectors = self._embed(images) if images else np.zeros((0, 0), np.float32)
+        if len(vectors) != len(images):
+            raise XmodalError(f"the model returned {len(vectors)} vectors for {len(images)} images")
+        with self.store.transaction() as conn:
+            for info, sha1, rec, reason in bad:
+                fid = self.store.upsert_file(
+                    conn, info.path, info.size, info.mtime_ns, sha1, None, None, "skipped", reason
+                )
+                self.store.drop_vector(conn, fid)
+                _count_skip(stats, reason)
+            for (info, sha1, rec, (w, h)), vec in zip(good, vectors):
+                if not np.all(np.isfinite(vec)) or not np.any(vec):
+                    # the model could not read it (e.g. zero row): record it as skipped
+                    fid = self.store.upsert_file(
+                        conn,
+                        info.path,
+                        info.size,
+                        info.mtime_ns,
+                        sha1,
+                        w,
+                        h,
+                        "skipped",
+                        "the model could not embed it",
+                    )
+                    self.store.drop_vector(conn, fid)
+                    _count_skip(stats, "the model could not embed it")
+                    continue
+                fid = self.store.upsert_file(
+                    conn, info.path, info.size, info.mtime_ns, sha1, w, h, "ok", None
+                )
+                self.store.put_vector(conn, fid, mid, vec)
+                if rec is None:
+                    stats.added += 1
+                else:
+                    stats.updated += 1
+            self._record_model(conn, mid)
 
     def _record_model(self, conn, mid: str) -> None:
         self.store.set_meta(conn, "model", mid)
@@ -286,7 +321,9 @@ class PhotoIndex:
         return self.ann.rebuild()
 
     # ----- querying ---------------------------------------------------------------------------
-    def _results(self, scores: np.ndarray, ids: np.ndarray, skip: set[int] = frozenset()) -> list[SearchResult]:
+    def _results(
+        self, scores: np.ndarray, ids: np.ndarray, skip: set[int] = frozenset()
+    ) -> list[SearchResult]:
         paths = self.store.paths(i for i in ids if i >= 0)
         out = []
         for s, i in zip(scores, ids):
@@ -297,7 +334,9 @@ class PhotoIndex:
     def search(self, text: str, k: int = 10, offset: int = 0) -> list[SearchResult]:
         """The ``k`` photos best matching a sentence (after skipping ``offset``)."""
         if not isinstance(text, str) or not text.strip():
-            raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
+            raise XmodalError(
+                "the search query is empty: give a sentence such as 'a dog on a beach'"
+            )
         if k < 1 or offset < 0:
             raise XmodalError("k must be at least 1 and offset at least 0")
         self._check_model()
@@ -347,6 +386,19 @@ class PhotoIndex:
         }
 
 
+def _load_batch(batch) -> tuple[list[Any], list[tuple], list[tuple]]:
+    """Decode a batch: (images, [(info, sha1, record, size)], [(info, sha1, record, reason)])."""
+    images, good, bad = [], [], []
+    for info, sha1, rec in batch:
+        image, reason = load_checked(info.path)
+        if image is None:
+            bad.append((info, sha1, rec, reason))
+        else:
+            images.append(image)
+            good.append((info, sha1, rec, image.info.get("original_size", image.size)))
+    return images, good, bad
+
+
 def _call_embed(method: Callable, items: list[Any], **wanted: Any) -> np.ndarray:
     """Call ``embed_images``/``embed_texts`` with the keyword options the model accepts
     (``progress=False``; ``cache=False`` for images: the photo index is its own cache)."""
@@ -367,13 +419,17 @@ def _embed_texts(model: Any, texts: list[str]) -> np.ndarray:
     return _call_embed(model.embed_texts, texts, progress=False)
 
 
-def rank_captions(model: Any, image: Any, captions: list[str], k: int = 5) -> list[tuple[str, float]]:
+def rank_captions(
+    model: Any, image: Any, captions: list[str], k: int = 5
+) -> list[tuple[str, float]]:
     """The ``k`` captions of a pool that best describe ``image`` (a path or a PIL image)."""
     texts = [c.strip() for c in captions if isinstance(c, str) and c.strip()]
     if not texts:
         raise XmodalError("the caption pool is empty")
     if isinstance(image, (str, os.PathLike)):
-        img, reason = load_checked(str(image)) if Path(image).is_file() else (None, "file not found")
+        img, reason = (
+            load_checked(str(image)) if Path(image).is_file() else (None, "file not found")
+        )
         if img is None:
             raise XmodalError(f"cannot describe {image}: {reason}")
         image = img
@@ -396,4 +452,3 @@ def _resolve_captions(captions: dict[str, list[str]], root: Path) -> dict[str, l
         p = p if p.is_absolute() else root / p
         out.setdefault(str(p.resolve()), []).extend(texts if isinstance(texts, list) else [texts])
     return out
-

@@ -115,7 +115,9 @@ class Store:
             "WHERE substr(f.path, 1, ?) = ?",
             (len(prefix), prefix),
         )
-        return {r[1]: FileRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows}
+        return {
+            r[1]: FileRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows
+        }
 
     def upsert_file(self, conn, path, size, mtime_ns, sha1, width, height, status, reason) -> int:
         conn.execute(
@@ -129,7 +131,9 @@ class Store:
         return conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()[0]
 
     def touch_file(self, conn, file_id: int, size: int, mtime_ns: int) -> None:
-        conn.execute("UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id))
+        conn.execute(
+            "UPDATE files SET size = ?, mtime_ns = ? WHERE id = ?", (size, mtime_ns, file_id)
+        )
 
     def delete_files(self, conn, ids: Iterable[int]) -> int:
         ids = list(ids)
@@ -195,7 +199,9 @@ class Store:
             "files": q("SELECT COUNT(*) FROM files").fetchone()[0],
             "indexed": q("SELECT COUNT(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0],
             "skipped": q("SELECT COUNT(*) FROM files WHERE status = 'skipped'").fetchone()[0],
-            "stale_vectors": q("SELECT COUNT(*) FROM vectors WHERE model != ?", (model,)).fetchone()[0],
+            "stale_vectors": q(
+                "SELECT COUNT(*) FROM vectors WHERE model != ?", (model,)
+            ).fetchone()[0],
             "captions": q("SELECT COUNT(*) FROM captions").fetchone()[0],
         }
 
