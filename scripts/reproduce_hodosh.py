@@ -22,7 +22,9 @@ from pathlib import Path
 
 import numpy as np
 
-DEFAULT_SYSTEMS = ["nn", "bow1", "bow5", "tagrank", "tri5", "tri5sem", "tri5sem-effnet"]
+DEFAULT_SYSTEMS = [
+    "nn", "bow1", "bow5", "tagrank", "tri5", "tri5sem", "bow5-effnet", "tri5sem-effnet",
+]
 LABELS = {
     "nn": "NN (NN5 idf-F1)",
     "bow1": "BoW1",
@@ -31,6 +33,7 @@ LABELS = {
     "tri5": "Tri5",
     "tri5sem": "Tri5Sem",
     "tri5sem-effnet": "Tri5Sem + EfficientNet-Lite0",
+    "bow5-effnet": "BoW5 + EfficientNet-Lite0",
 }
 EXPERT_THRESHOLDS = [(4.0, 12), (3.66, 11), (3.33, 10), (3.0, 9), (2.66, 8), (2.33, 7), (2.0, 6)]
 REFERENCE = "tri5sem"
@@ -50,10 +53,11 @@ def pool_scores(name: str, hd, refresh: bool = False) -> dict[str, np.ndarray]:
         with np.load(path) as z:
             return {"i2t": z["i2t"], "t2i": z["t2i"]}
     t0 = time.time()
-    if SYSTEMS[name][0] is None:
+    base, single = name.removesuffix("@single"), name.endswith("@single")
+    if SYSTEMS[base][0] is None:
         s = nn_scores(hd, hd.test_ids, docs)
     else:
-        s = get_system(name, hd).score(hd.test_ids, docs, "test-pool")
+        s = get_system(base, hd).score(hd.test_ids, docs, "test-pool", single=single)
     np.savez(path, **s)
     log(f"{name}: scored the test pool in {time.time() - t0:.0f}s")
     return s
@@ -121,6 +125,8 @@ def evaluate(systems: list[str], hd, refresh: bool = False) -> dict:
         row = {"n_judged": int(judged.sum()), "n_images": len(tot)}
         for thr, units in EXPERT_THRESHOLDS:
             row[f">={thr}"] = float(np.mean(tot >= units))
+        for thr, units in ((4.0, 12), (2.66, 8)):
+            row[f"judged>={thr}"] = float(np.mean(tot[judged] >= units)) if judged.any() else 0.0
         row["mean_judged"] = float(np.mean(tot[judged]) / 3) if judged.any() else float("nan")
         row["top_is_gold"] = float(np.mean(np.array([caps[t] == f"{i}#2"
                                                     for i, t in zip(hd.test_ids, top)])))
@@ -263,8 +269,9 @@ def render(res: dict, command: str, extra_md: str = "") -> str:
       "counts as *not* reaching any threshold, so these are lower bounds, and the `judged` column "
       "says how many of the 1,000 top captions were judged. Stars: McNemar against Tri5Sem.\n")
     hdr = " | ".join(f">= {t}" for t, _ in EXPERT_THRESHOLDS)
-    A(f"| System | {hdr} | judged | mean (judged) | top = gold |")
-    A("|---|" + "---|" * (len(EXPERT_THRESHOLDS) + 3))
+    A(f"| System | {hdr} | judged | mean (judged) | >= 4.0 (judged) | >= 2.66 (judged) "
+      "| top = gold |")
+    A("|---|" + "---|" * (len(EXPERT_THRESHOLDS) + 5))
     paper_exp = {("tri5sem", 4.0): 11.0, ("tri5sem", 2.66): 28.1, ("bow5", 4.0): 9.7,
                  ("tagrank", 4.0): 9.6}
     for s in systems:
@@ -279,7 +286,8 @@ def render(res: dict, command: str, extra_md: str = "") -> str:
                 txt += f" (*{paper_exp[(s, t)]}*)"
             cells.append(txt)
         A(f"| {LABELS[s]} | " + " | ".join(cells) +
-          f" | {e['n_judged']} | {e['mean_judged']:.2f} | {pct(e['top_is_gold'])} |")
+          f" | {e['n_judged']} | {e['mean_judged']:.2f} | {pct(e['judged>=4.0'])} | "
+          f"{pct(e['judged>=2.66'])} | {pct(e['top_is_gold'])} |")
 
     if res.get("correlations"):
         A("\n## 4. Correlation of system rankings across metrics (the paper's Table 7)\n")

@@ -207,7 +207,11 @@ class TextSide:
             _log(f"text kernel {self.name}: fitted in {time.time() - t0:.0f}s")
 
     def _cached(self, tag: str, compute) -> np.ndarray:
-        path = _root() / "text_kernels" / f"{self.name}-{tag}.npy"
+        from xmodal.features import text_kernels
+
+        version = str(getattr(text_kernels, "KERNELS_VERSION", "1"))
+        prefix = "" if version == "1" else f"v{version}-"  # caches from version 1 keep their names
+        path = _root() / "text_kernels" / f"{prefix}{self.name}-{tag}.npy"
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_file():
             return np.load(path, mmap_mode="r")
@@ -355,8 +359,7 @@ class HodoshKCCA:
                 rows.append({"kappa": kappa, "n": n, "i2t": m["i2t"], "t2i": m["t2i"]})
         self.dev_grid_ = rows
         self.selected_ = {task: select_settings(rows, task) for task in ("i2t", "t2i")}
-        used = sorted({s["kappa"] for task in self.selected_.values() for s in task})
-        self.weights_ = {k: weights[k] for k in used}
+        self.weights_ = weights  # all kappas (ensembles and the single-model ablation)
         self.model_.release_training_factors()
         self.fit_seconds_ = time.time() - t0
         return self
@@ -387,14 +390,33 @@ class HodoshKCCA:
         zx, zy = self._projections(kx, ky)[kappa]
         return _cosine_scores(zx, zy, n)
 
-    def score(self, image_ids: Sequence[str], docs: Sequence, tag: str) -> dict[str, np.ndarray]:
-        """Ensemble scores for Flickr8K images (ids) and preprocessed one-caption docs."""
+    def best_single(self, task: str) -> dict:
+        """The dev setting with the best R@5 + R@10 on ``task`` (for the single-model ablation)."""
+        if not self.dev_grid_:
+            raise XmodalError("this saved system has no dev grid")
+        kept = [r for r in self.dev_grid_ if r["kappa"] in self.weights_ and
+                r["n"] <= self.weights_[r["kappa"]][0].shape[1]]
+        return max(kept, key=lambda r: (r[task]["R@5"] + r[task]["R@10"], -r[task]["medR"]))
+
+    def score(
+        self, image_ids: Sequence[str], docs: Sequence, tag: str, single: bool = False
+    ) -> dict[str, np.ndarray]:
+        """Ensemble scores for Flickr8K images (ids) and preprocessed one-caption docs; with
+        ``single=True`` the one best dev (kappa, n) per task instead of the Borda ensemble."""
         hd = self.hd_
         image = ImageSide(hd, self.image_kernel, self.power)
         text = TextSide(hd, self.text_kernel)
         kx = image.block(list(image_ids), self.landmarks_)[:, self.pivot_cols_]
         ky = text.against(docs, tag, self.pivot_items_)
-        return self.score_kernels(kx, ky)
+        if not single:
+            return self.score_kernels(kx, ky)
+        out = {}
+        for task in ("i2t", "t2i"):
+            best = self.best_single(task)
+            if best["kappa"] not in self.weights_:  # weights are kept only for ensemble kappas
+                raise XmodalError(f"kappa {best['kappa']} was not kept; retrain the system")
+            out[task] = self.score_single(kx, ky, best["kappa"], best["n"])
+        return out
 
     # persistence ------------------------------------------------------------------------------
     def save(self, directory: str | Path) -> Path:
@@ -415,9 +437,18 @@ class HodoshKCCA:
             "lx": m.lx_, "ly": m.ly_, "mean_x": m.mean_x_, "mean_y": m.mean_y_,
             "pivots_x": m.pivots_x_, "pivots_y": m.pivots_y_,
         }
-        for k, (wx, wy) in self.weights_.items():
-            arrays[f"wx_{k}"] = wx
-            arrays[f"wy_{k}"] = wy
+        # keep, per kappa, only the leading directions some selected or single-best model uses
+        need: dict[float, int] = {}
+        for task in ("i2t", "t2i"):
+            used = list(self.selected_[task])
+            if self.dev_grid_:
+                used.append(self.best_single(task))
+            for u in used:
+                need[u["kappa"]] = max(need.get(u["kappa"], 0), int(u["n"]))
+        for k, n in need.items():
+            wx, wy = self.weights_[k]
+            arrays[f"wx_{k}"] = np.asarray(wx[:, :n], dtype=np.float32)
+            arrays[f"wy_{k}"] = np.asarray(wy[:, :n], dtype=np.float32)
         np.savez(d / "kcca.npz", **arrays)
         return d
 
@@ -481,6 +512,7 @@ SYSTEMS: dict[str, tuple[str | None, str, float, float]] = {
     "tri5": ("tri5", "pyramid", 2.0, 1.0),
     "tri5sem": ("tri5sem", "pyramid", 2.0, 1.0),
     "tri5sem-effnet": ("tri5sem", "effnet", 2.0, 1.0),
+    "bow5-effnet": ("bow5", "effnet", 2.0, 1.0),
 }
 
 
@@ -529,6 +561,9 @@ def _scorer_for(get):
             cache[key] = get(hd, images, docs, key)
         return cache[key][direction.name]
 
+    # Annotation and search use different Borda ensembles (as in the paper), so the two
+    # directions of one pool must not share a score matrix.
+    scorer.per_direction = True
     return scorer
 
 
