@@ -191,3 +191,47 @@ def test_kill_9_midway_leaves_usable_index(tmp_path):
         assert c.execute("SELECT COUNT(*) FROM vectors").fetchone()[0] == 48
         assert c.execute("SELECT COUNT(DISTINCT path) FROM files").fetchone()[0] == 48
         assert c.execute("SELECT COUNT(*) FROM files").fetchone()[0] == 48
+
+
+class PickyModel(ColourModel):
+    """Fails on mostly-green images, like an encoder choking on one file of a batch."""
+
+    def embed_images(self, images, progress=False):
+        for im in images:
+            r, g, b = Image.Image.resize(im.convert("RGB"), (1, 1)).getpixel((0, 0))
+            if g > 200 and r < 100:
+                raise RuntimeError("cannot embed this one")
+        return super().embed_images(images)
+
+
+class OtherModel(ColourModel):
+    model_id = "test-colour-v2"
+
+
+def test_a_model_failure_skips_only_that_file(photos, tmp_path):
+    index = PhotoIndex(tmp_path / "db.sqlite", model=PickyModel())
+    stats = index.update(photos, progress=False)
+    assert stats.added == 2
+    assert dict(index.skipped())[str(photos / "sub" / "green.png")].startswith("the model failed")
+
+
+def test_a_different_model_must_reindex(photos, tmp_path):
+    db = tmp_path / "db.sqlite"
+    PhotoIndex(db, model=ColourModel()).update(photos, progress=False)
+    other = PhotoIndex(db, model=OtherModel())
+    with pytest.raises(XmodalError, match="xmodal index"):
+        other.search("red")
+    stats = other.update(photos, progress=False)
+    assert (stats.added, stats.updated, stats.unchanged) == (0, 3, 0)
+    assert Path(other.search("red", k=1)[0].path).name == "red.jpg"
+    assert other.stats()["model"] == "test-colour-v2" and other.stats()["indexed"] == 3
+
+
+def test_database_inside_the_folder_and_repaired_files(photos):
+    index = PhotoIndex(photos / "index.db", model=ColourModel())
+    index.update(photos, progress=False)
+    assert not any("index.db" in p for p, _ in index.skipped())
+    solid(photos / "empty.jpg", (0, 0, 0))  # the empty file becomes a real photo
+    stats = index.update(photos, progress=False)
+    assert (stats.added, stats.updated) == (0, 1) and stats.skipped == 4
+    assert Path(index.search("black", k=1)[0].path).name == "empty.jpg"

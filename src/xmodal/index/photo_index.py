@@ -265,9 +265,20 @@ class PhotoIndex:
 
     def _embed_and_commit(self, stats: UpdateStats, mid: str, batch, images, good, bad) -> None:
         """Embed one batch and write it, with its skipped files, in one transaction."""
-        vectors = self._embed(images) if images else np.zeros((0, 0), np.float32)
-        if len(vectors) != len(images):
-            raise XmodalError(f"the model returned {len(vectors)} vectors for {len(images)} images")
+        try:
+            vectors = self._embed(images) if images else np.zeros((0, 0), np.float32)
+            if len(vectors) != len(images):
+                raise XmodalError(f"got {len(vectors)} vectors for {len(images)} images")
+        except Exception:  # one bad image must not stop the run: embed them one at a time
+            vectors, kept = [], []
+            for image, item in zip(images, good):
+                try:
+                    vectors.append(self._embed([image])[0])
+                    kept.append(item)
+                except Exception as exc:  # noqa: BLE001 - any model failure skips the file
+                    info, sha1, rec, _ = item
+                    bad.append((info, sha1, rec, f"the model failed: {type(exc).__name__}"))
+            good = kept
         with self.store.transaction() as conn:
             for info, sha1, rec, reason in bad:
                 fid = self.store.upsert_file(
