@@ -155,8 +155,9 @@ def automatic_captions(queries, graph, fresh: bool) -> list[list[Mention]] | Non
     small, _ = _caches()
     keys = [_key(ds.image_path(i), False) for i in train]
     hits = small.get_many(keys)
-    if len(hits) < len(train):
-        log(f"automatic captions skipped: {len(hits)}/{len(train)} training images cached")
+    missing = len(set(keys) - set(hits))  # keys are content hashes: duplicates share one
+    if missing:
+        log(f"automatic captions skipped: {missing} training images not cached yet")
         return None
     from xmodal.features.image_encoder import extract_image_features
 
