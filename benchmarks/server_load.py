@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -129,8 +130,10 @@ def start_server(db: Path, model_spec: str) -> tuple[subprocess.Popen, str]:
     raise RuntimeError("server did not start")
 
 
-def run_load(url: str, clients: int, max_requests: int, max_seconds: float, seed: int) -> dict:
-    """``clients`` threads issue searches until ``max_requests`` in total or ``max_seconds``."""
+def run_load(url: str, clients: int, max_requests: int, max_seconds: float, seed: int,
+             unique: bool = False) -> dict:
+    """``clients`` threads issue searches until ``max_requests`` in total or ``max_seconds``.
+    With ``unique`` every query text differs (a number appended), so no text-embedding cache hits."""
     import httpx
 
     rng = np.random.default_rng(seed)
@@ -150,7 +153,7 @@ def run_load(url: str, clients: int, max_requests: int, max_seconds: float, seed
                     if issued >= max_requests:
                         return
                     issued += 1
-                q = queries[n % len(queries)]
+                q = queries[n % len(queries)] + (f" {seed}-{n}" if unique else "")
                 n += clients
                 t0 = time.perf_counter()
                 try:
@@ -202,15 +205,19 @@ def main(argv: list[str] | None = None) -> int:
 
     from benchmarks._record import record
 
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the server subprocess is stopped
+
     spec = f"python:benchmarks.server_load:{args.text_model}_text_model".replace(
         "synthetic_text_model", "synthetic_model")
     dim = SyntheticModel.dim
     db = build_index(args.images, dim)
     proc, url = start_server(db, spec)
     try:
-        warm = run_load(url, 1, 30, 60, args.seed + 1)  # loads the index, FAISS, text encoder
-        single = run_load(url, 1, max(50, args.requests // 10), args.seconds / 2, args.seed)
-        loaded = run_load(url, args.clients, args.requests, args.seconds, args.seed)
+        unique = args.text_model == "dual"  # the text encoder caches embeddings of seen texts
+        warm = run_load(url, 1, 30, 60, args.seed + 1, unique)  # loads index, FAISS, encoder
+        single = run_load(url, 1, max(50, args.requests // 10), args.seconds / 2, args.seed + 2,
+                          unique)
+        loaded = run_load(url, args.clients, args.requests, args.seconds, args.seed, unique)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
@@ -219,6 +226,8 @@ def main(argv: list[str] | None = None) -> int:
         "index": {"images": args.images, "dim": dim, "vectors": "synthetic (seeded, unit norm)",
                   "built_with": "xmodal.index.PhotoIndex.update over 8x8 PNG files"},
         "text_model": args.text_model,
+        "unique_queries": args.text_model == "dual",
+        "server": "xmodal serve --threads 1 (subprocess), uvicorn, one library worker thread",
         "seed": args.seed,
         "bounds": {"requests": args.requests, "seconds": args.seconds},
         "warmup_requests": warm["requests_ok"],

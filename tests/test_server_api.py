@@ -354,3 +354,12 @@ def test_serve_command_help():
     assert result.exit_code == 0
     for option in ("--db", "--host", "--port", "--reports"):
         assert option in result.output
+
+
+def test_truncated_jpeg_refused_even_if_pillow_is_relaxed(client, monkeypatch):
+    from PIL import ImageFile
+
+    monkeypatch.setattr(ImageFile, "LOAD_TRUNCATED_IMAGES", True)  # as some libraries do
+    response = client.post("/api/describe", files={"image": ("t.jpg", _truncated_jpeg())})
+    assert "truncated" in assert_error(response, 400)
+    assert_still_serving(client)

@@ -32,6 +32,9 @@ def serve(
     thumbnails: Path = typer.Option(
         None, "--thumbnails", help="thumbnail cache folder (default: <cache>/thumbnails)"
     ),
+    threads: int = typer.Option(
+        1, "--threads", help="torch/FAISS threads per request (1 is fastest on a busy machine)"
+    ),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level"),
 ) -> None:
     """Serve the search / describe / tag API and the web page (search and evaluation reports)."""
@@ -44,6 +47,10 @@ def serve(
     if not db.exists():
         console.print(f"[yellow]note:[/] no photo index at {db} yet; search answers 503 until "
                       f"you build one with 'xmodal index FOLDER --db {db}'")
-    web = create_app(db, reports_dir=reports, thumbnail_dir=thumbnails, model_spec=model)
+    web = create_app(
+        db, reports_dir=reports, thumbnail_dir=thumbnails, model_spec=model, threads=threads
+    )
     console.print(f"xmodal: serving on http://{host}:{port}/  (API docs at /docs)")
-    uvicorn.run(web, host=host, port=port, log_level=log_level)
+    # Bounded: beyond 64 open connections uvicorn answers 503 instead of queueing without end.
+    uvicorn.run(web, host=host, port=port, log_level=log_level, limit_concurrency=64,
+                timeout_keep_alive=5)

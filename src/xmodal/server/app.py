@@ -32,6 +32,7 @@ def create_app(
     thumbnail_dir: str | os.PathLike | None = None,
     limits: ServerLimits | None = None,
     model_spec: str | None = None,
+    threads: int | None = None,
     index: Any = None,
     model: Any = None,
     tagger: Any = None,
@@ -42,9 +43,13 @@ def create_app(
     reports_dir: folder searched for saved ``xmodal eval --json`` reports.
     thumbnail_dir: disk cache for thumbnails (default: ``<cache_dir>/thumbnails``).
     model_spec: embedding model for describe (default: the index's model or the default model).
+    threads: torch / FAISS threads for the library calls (None, the default: leave the process
+        settings alone; ``xmodal serve`` passes 1, see ``backends._limit_threads``).
     index, model, tagger: ready objects to use instead of loading them (tests inject fakes).
     """
-    backends = Backends(db_path, index=index, model=model, tagger=tagger, model_spec=model_spec)
+    backends = Backends(
+        db_path, index=index, model=model, tagger=tagger, model_spec=model_spec, threads=threads
+    )
     state = ServerState(
         backends=backends,
         thumbnails=ThumbnailCache(thumbnail_dir or cache_dir() / "thumbnails"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,9 +37,12 @@ class Backends:
         model: Any = None,
         tagger: Any = None,
         model_spec: str | None = None,
+        threads: int | None = None,
     ) -> None:
         self.db_path = Path(db_path) if db_path is not None else None
         self.model_spec = model_spec
+        self.threads = threads
+        self._threads_set: set[str] = set()
         self._index = index
         self._model = model
         self._tagger = tagger
@@ -50,7 +54,14 @@ class Backends:
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on the library thread without blocking the event loop."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: fn(*args))
+        return await loop.run_in_executor(self._executor, self._call, fn, args)
+
+    def _call(self, fn: Callable[..., T], args: tuple) -> T:
+        try:
+            return fn(*args)
+        finally:  # torch / faiss may have been imported lazily by this call
+            if self.threads is not None and len(self._threads_set) < 2:
+                _limit_threads(self.threads, self._threads_set)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -77,7 +88,6 @@ class Backends:
                 )
             from xmodal.index import PhotoIndex
 
-            _one_faiss_thread()
             self._index = PhotoIndex(
                 self.db_path, model=self._model, model_spec=self.model_spec, create=False
             )
@@ -145,15 +155,23 @@ class Backends:
         return ids, texts, self._caption_cache[1]
 
 
-def _one_faiss_thread() -> None:
-    """The server searches one query at a time; splitting a 10,000-vector scan over OpenMP
-    threads costs more in synchronisation than it saves (measured: 30-48 ms vs 4-5 ms per search
-    on a busy 2-core machine), so the server process runs FAISS on one thread."""
-    try:
-        import faiss
-    except ImportError:  # pragma: no cover - faiss-cpu is a dependency
+def _limit_threads(threads: int | None, done: set[str]) -> None:
+    """Run torch and FAISS on ``threads`` threads (None: leave them alone).
+
+    The server computes one request at a time on its library thread; splitting one query over
+    OpenMP threads costs more in synchronisation than it saves on a busy machine. Measured on the
+    2-core machine under load (load average ~16): one sentence through the default text encoder
+    took 790-2,800 ms with 2 torch threads and 87-100 ms with 1; one FAISS search over 10,000
+    vectors 30-48 ms with 2 threads and 4-5 ms with 1.
+    """
+    if threads is None:
         return
-    faiss.omp_set_num_threads(1)
+    if "torch" in sys.modules and "torch" not in done:
+        sys.modules["torch"].set_num_threads(threads)
+        done.add("torch")
+    if "faiss" in sys.modules and "faiss" not in done:
+        sys.modules["faiss"].omp_set_num_threads(threads)
+        done.add("faiss")
 
 
 def _quiet(embed: Callable[..., Any], items: list[Any]) -> np.ndarray:

@@ -15,6 +15,7 @@ class ServerLimits:
         (decompression bombs: a small PNG that claims 20,000 x 20,000 pixels).
     max_caption_bytes / max_captions: bounds on an uploaded caption file.
     max_k: the largest page size or number of results one request may ask for.
+    max_concurrent_decodes: uploads decoded at once (each may hold width x height x 3 bytes).
     """
 
     max_body_bytes: int = 25 * 1024 * 1024
@@ -24,3 +25,4 @@ class ServerLimits:
     max_captions: int = 5_000
     max_k: int = 200
     max_offset: int = 10_000
+    max_concurrent_decodes: int = 2

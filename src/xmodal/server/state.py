@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, field
 
 from fastapi import Request
 
@@ -18,6 +19,10 @@ class ServerState:
     thumbnails: ThumbnailCache
     reports: ReportStore
     limits: ServerLimits
+    decode_gate: asyncio.Semaphore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.decode_gate = asyncio.Semaphore(self.limits.max_concurrent_decodes)
 
 
 def get_state(request: Request) -> ServerState:

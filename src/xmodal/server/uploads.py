@@ -8,11 +8,13 @@ JPEG is refused). Caption files are UTF-8 text, one caption per line, optionally
 
 from __future__ import annotations
 
+import asyncio
 import io
 import warnings
 
 from fastapi import UploadFile
-from PIL import Image, UnidentifiedImageError
+from PIL import Image, ImageFile, UnidentifiedImageError
+from starlette.concurrency import run_in_threadpool
 
 from xmodal.server.errors import ApiError
 from xmodal.server.limits import ServerLimits
@@ -46,6 +48,9 @@ def decode_image(data: bytes, limits: ServerLimits) -> Image.Image:
         ) from None
     except Exception as exc:  # noqa: BLE001 - malformed headers raise assorted errors in Pillow
         raise ApiError(400, f"the image could not be read: {exc}") from None
+    if ImageFile.LOAD_TRUNCATED_IMAGES:  # someone relaxed Pillow globally: check JPEGs ourselves
+        if image.format == "JPEG" and not data.rstrip(b"\0").endswith(b"\xff\xd9"):
+            raise ApiError(400, "the image is corrupt or truncated: the JPEG has no end marker")
     width, height = image.size
     if width <= 0 or height <= 0:
         raise ApiError(400, "the image has no pixels")
@@ -66,10 +71,16 @@ def _too_many_pixels_message(limits: ServerLimits, width: int = 0, height: int =
     )
 
 
-async def read_image(upload: UploadFile | None, limits: ServerLimits) -> Image.Image:
-    """Read and decode an uploaded image (see module docstring for what is refused)."""
+async def read_image(
+    upload: UploadFile | None, limits: ServerLimits, gate: asyncio.Semaphore | None = None
+) -> Image.Image:
+    """Read and decode an uploaded image (see module docstring for what is refused), off the
+    event loop; ``gate`` bounds how many uploads are decoded at once."""
     data = await read_bounded(upload, limits.max_image_bytes, "image")
-    return decode_image(data, limits)
+    if gate is None:
+        return await run_in_threadpool(decode_image, data, limits)
+    async with gate:
+        return await run_in_threadpool(decode_image, data, limits)
 
 
 def parse_captions(data: bytes, limits: ServerLimits) -> tuple[list[str], list[str]]:

@@ -34,7 +34,7 @@ async def describe(
     caption file if one is sent, otherwise the captions of the indexed collection."""
     if limit > state.limits.max_k:
         raise ApiError(400, f"limit must be at most {state.limits.max_k}")
-    picture = await read_image(image, state.limits)
+    picture = await read_image(image, state.limits, state.decode_gate)
     uploaded = await read_captions(captions, state.limits) if captions is not None else None
     lib = state.backends
 
@@ -70,7 +70,7 @@ async def tag(
     """Keywords ranked by the default tagger (503 when no tagger is installed)."""
     if limit > state.limits.max_k:
         raise ApiError(400, f"limit must be at most {state.limits.max_k}")
-    picture = await read_image(image, state.limits)
+    picture = await read_image(image, state.limits, state.decode_gate)
     lib = state.backends
     words = await lib.run(lambda: list(lib.tagger().tag(picture, limit)))
     return {"keywords": [keyword_json(w) for w in words[:limit]]}
