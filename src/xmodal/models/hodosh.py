@@ -291,6 +291,7 @@ class HodoshKCCA:
         diag_factor: float = 1.0,
         rank: int = 1500,
         n_landmarks: int = 1500,
+        text_landmarks: bool = False,
         kappas: Sequence[float] = KAPPAS,
         n_grid: Sequence[int] = N_GRID,
         seed: int = 0,
@@ -301,6 +302,7 @@ class HodoshKCCA:
         self.diag_factor = diag_factor
         self.rank = rank
         self.n_landmarks = n_landmarks
+        self.text_landmarks = text_landmarks
         self.kappas = tuple(kappas)
         self.n_grid = tuple(n_grid)
         self.seed = seed
@@ -314,6 +316,7 @@ class HodoshKCCA:
             "diag_factor": self.diag_factor,
             "rank": self.rank,
             "n_landmarks": self.n_landmarks,
+            "text_landmarks": self.text_landmarks,
             "kappas": list(self.kappas),
             "n_grid": list(self.n_grid),
             "seed": self.seed,
@@ -329,9 +332,13 @@ class HodoshKCCA:
         mark_idx = np.array([pos[m] for m in marks])
         k_img = image.block(hd.train_ids, marks)  # (6000, m)
         img_src = LandmarkKernel(k_img, mark_idx, np.ones(len(hd.train_ids)))
-        k_txt = text.train()
+        if self.text_landmarks:  # text kernel only against the landmark items (Nystrom)
+            k_txt = text.against(self.train_docs_of(text), "train-landmarks", list(mark_idx))
+            txt_src = LandmarkKernel(k_txt, mark_idx, np.ones(len(hd.train_ids)))
+        else:
+            txt_src = PrecomputedKernel(text.train())
         self.model_ = KCCA(kappa=self.kappas[0], rank=self.rank, diag_factor=self.diag_factor)
-        self.model_.fit(img_src, PrecomputedKernel(k_txt))
+        self.model_.fit(img_src, txt_src)
         self.train_seconds_ = time.time() - t0
         _log(
             f"{self.text_kernel}/{self.image_kernel}: KCCA factors "
@@ -363,6 +370,10 @@ class HodoshKCCA:
         self.model_.release_training_factors()
         self.fit_seconds_ = time.time() - t0
         return self
+
+    @staticmethod
+    def train_docs_of(text: TextSide) -> list:
+        return text.train_docs
 
     # scoring ---------------------------------------------------------------------------------
     def _projections(self, kx: np.ndarray, ky: np.ndarray):
@@ -461,7 +472,7 @@ class HodoshKCCA:
         cfg = json.loads(cfg_file.read_text())
         keys = ("text_kernel", "image_kernel", "power", "diag_factor", "rank", "n_landmarks",
                 "kappas", "n_grid", "seed")
-        sys_ = cls(**{k: cfg[k] for k in keys})
+        sys_ = cls(**{k: cfg[k] for k in keys}, text_landmarks=cfg.get("text_landmarks", False))
         sys_.hd_ = hd or load_hodosh_data()
         sys_.selected_ = cfg["selected"]
         sys_.landmarks_ = cfg["landmarks"]
@@ -516,6 +527,11 @@ SYSTEMS: dict[str, tuple[str | None, str, float, float]] = {
 }
 
 
+# Systems whose text kernel is computed only against the 1,500 landmark training items: the
+# Tri5Sem Gram matrix (6,000 x 6,000, word-similarity expansions) costs ~20x Tri5's.
+TEXT_LANDMARK_SYSTEMS = {"tri5sem", "tri5sem-effnet"}
+
+
 def system_dir(name: str) -> Path:
     text, image, power, d = SYSTEMS[name]
     return _root() / "systems" / f"{name}-{_hash(text, image, power, d)}"
@@ -530,7 +546,9 @@ def get_system(name: str, hd: HodoshData | None = None, retrain: bool = False) -
     if (d / "config.json").is_file() and not retrain:
         return HodoshKCCA.load(d, hd)
     text, image, power, diag = SYSTEMS[name]
-    sys_ = HodoshKCCA(text, image, power=power, diag_factor=diag).fit(hd)
+    sys_ = HodoshKCCA(
+        text, image, power=power, diag_factor=diag, text_landmarks=name in TEXT_LANDMARK_SYSTEMS
+    ).fit(hd)
     sys_.save(d)
     return sys_
 
