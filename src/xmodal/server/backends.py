@@ -12,7 +12,6 @@ import asyncio
 import hashlib
 import os
 import sys
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -48,7 +47,6 @@ class Backends:
         self._tagger = tagger
         self._tagger_error: str | None = None
         self._caption_cache: tuple[str, Any] | None = None
-        self._lock = threading.Lock()
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xmodal-lib")
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:

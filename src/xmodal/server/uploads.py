@@ -48,9 +48,10 @@ def decode_image(data: bytes, limits: ServerLimits) -> Image.Image:
         ) from None
     except Exception as exc:  # noqa: BLE001 - malformed headers raise assorted errors in Pillow
         raise ApiError(400, f"the image could not be read: {exc}") from None
-    if ImageFile.LOAD_TRUNCATED_IMAGES:  # someone relaxed Pillow globally: check JPEGs ourselves
-        if image.format == "JPEG" and not data.rstrip(b"\0").endswith(b"\xff\xd9"):
-            raise ApiError(400, "the image is corrupt or truncated: the JPEG has no end marker")
+    # Someone may have relaxed Pillow globally (LOAD_TRUNCATED_IMAGES): check JPEGs ourselves.
+    relaxed = ImageFile.LOAD_TRUNCATED_IMAGES and image.format == "JPEG"
+    if relaxed and not data.rstrip(b"\0").endswith(b"\xff\xd9"):
+        raise ApiError(400, "the image is corrupt or truncated: the JPEG has no end marker")
     width, height = image.size
     if width <= 0 or height <= 0:
         raise ApiError(400, "the image has no pixels")
