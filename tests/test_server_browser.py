@@ -119,6 +119,42 @@ def test_upload_shows_captions_and_keywords(server, page):
     page.screenshot(path=str(ARTIFACTS / "web-describe.png"), full_page=True)
 
 
+def test_drop_image_with_caption_file(server, page):
+    import base64
+    import io
+
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 64), COLOURS["blue"]).save(buf, "PNG")
+    captions = server["root"] / "captions.txt"
+    captions.write_text("a red bus\nthe blue sea\ngreen hills\n")
+    page.goto(server["url"] + "/")
+    page.set_input_files("#caption-file", str(captions))
+    transfer = page.evaluate_handle(
+        """(b64) => {
+            const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+            const dt = new DataTransfer();
+            dt.items.add(new File([bytes], "blue.png", { type: "image/png" }));
+            return dt;
+        }""",
+        base64.b64encode(buf.getvalue()).decode(),
+    )
+    page.dispatch_event("#dropzone", "drop", {"dataTransfer": transfer})
+    page.wait_for_selector("#captions li")
+    items = page.locator("#captions li").all_inner_texts()
+    assert len(items) == 3 and items[0].startswith("the blue sea")
+    assert "uploaded caption file" in page.inner_text("#annotate-status")
+
+
+def test_bad_upload_shows_the_error_message(server, page):
+    bad = server["root"] / "notes.jpg"
+    bad.write_text("not really a picture")
+    page.goto(server["url"] + "/")
+    page.set_input_files("#image-file", str(bad))
+    page.wait_for_function(
+        "document.querySelector('#annotate-status').textContent.includes('not an image')")
+    assert page.locator("#keywords li.error").inner_text().startswith("the upload is not an image")
+
+
 def test_evaluation_page_compares_two_reports(server, page):
     page.goto(server["url"] + "/eval?a=baseline&b=dual")
     page.wait_for_selector("table.metrics")
