@@ -85,12 +85,14 @@ class DualEncoder:
     def __init__(
         self,
         dim: int = 256,
-        hidden: int = 1024,
+        hidden: int = 512,
         dropout: float = 0.2,
         bridge_weight: float = 0.3,
         bridge_temperature: float = 1.0,
         image_input: str = "pooled",
     ) -> None:
+        if image_input not in ("pooled", "pooled+bridge"):
+            raise XmodalError(f"image_input must be 'pooled' or 'pooled+bridge', not {image_input!r}")
         self.dim_head = dim
         self.hidden = hidden
         self.dropout = dropout
@@ -134,6 +136,12 @@ class DualEncoder:
         p = _softmax(logits, self.bridge_temperature)
         return _normalize(p @ self._class_text().astype(np.float32))
 
+    def head_image_input(self, pooled: np.ndarray, logits: np.ndarray) -> np.ndarray:
+        """What the image head reads: pooled features, plus the bridge vector if configured."""
+        if self.image_input == "pooled+bridge":
+            return np.concatenate([pooled, self.bridge_image(logits)], axis=1)
+        return np.asarray(pooled, np.float32)
+
     def embed_image_features(
         self, pooled: np.ndarray, logits: np.ndarray, maps: np.ndarray | None = None
     ) -> np.ndarray:
@@ -141,7 +149,8 @@ class DualEncoder:
         a, b = self._weights()
         parts = []
         if self.has_heads:
-            parts.append(np.sqrt(a) * self.heads_.embed_images(pooled, maps))
+            x = self.head_image_input(pooled, logits)
+            parts.append(np.sqrt(a) * self.heads_.embed_images(x, maps))
         if b > 0:
             parts.append(np.sqrt(b) * self.bridge_image(logits))
         return _normalize(np.concatenate(parts, axis=1))

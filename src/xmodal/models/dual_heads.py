@@ -1,7 +1,8 @@
 """The trainable heads of the dual encoder (torch): a residual MLP per modality.
 
 Each head standardises its input with statistics of the training set, then adds a linear map and
-a one-hidden-layer MLP; outputs are L2-normalised. The image head can optionally attend over the
+a one-hidden-layer MLP; outputs are L2-normalised. With ``text_identity`` the sentence side stays MiniLM's own (locked) space and only the image
+head learns (as in LiT, with the roles swapped). The image head can optionally attend over the
 7x7 EfficientNet feature-map cells (a learned query, softmax over cells) and add that summary to
 the pooled vector. Weights round-trip as plain float arrays (no pickle).
 """
@@ -57,8 +58,11 @@ class DualHeads(nn.Module):
         hidden: int = 1024,
         dropout: float = 0.2,
         use_maps: bool = False,
+        text_identity: bool = False,
     ) -> None:
         super().__init__()
+        if text_identity:
+            dim = text_dim  # the joint space is MiniLM's own space
         self.cfg = dict(
             image_dim=image_dim,
             text_dim=text_dim,
@@ -66,9 +70,10 @@ class DualHeads(nn.Module):
             hidden=hidden,
             dropout=dropout,
             use_maps=use_maps,
+            text_identity=text_identity,
         )
         self.image = _Head(image_dim, hidden, dim, dropout)
-        self.text = _Head(text_dim, hidden, dim, dropout)
+        self.text = None if text_identity else _Head(text_dim, hidden, dim, dropout)
         self.cells = _CellAttention(image_dim, dim) if use_maps else None
         self.log_scale = nn.Parameter(torch.tensor(float(np.log(1 / 0.05))))
 
@@ -84,6 +89,8 @@ class DualHeads(nn.Module):
         return F.normalize(z, dim=-1)
 
     def text_forward(self, text: torch.Tensor) -> torch.Tensor:
+        if self.text is None:  # locked text side: sentences keep their MiniLM embedding
+            return F.normalize(text, dim=-1)
         return F.normalize(self.text(text), dim=-1)
 
     # numpy side (inference) ----------------------------------------------------------------

@@ -73,7 +73,7 @@ def load_train_data(
     text = encode_texts([c.text for c in captions], progress=progress)
     row = {k: n for n, k in enumerate(ids)}
     caption_image = np.array([row[c.image_id] for c in captions])
-    splits = {s: np.array([row[i] for i in split_ids[s]]) for s in split_ids}
+    splits = {s: np.array([row[i] for i in split_ids[s]], dtype=int) for s in split_ids}
     maps = f.maps.reshape(len(ids), -1, f.maps.shape[-1]) if use_maps else None
     return TrainData(
         f.pooled, f.logits, maps, pooled_flip, maps_flip, text, caption_image, ids, splits
@@ -85,6 +85,8 @@ def recall_5cap(
 ) -> dict[str, float]:
     """R@1/5/10 (percent) both ways for images x their captions (caption_image: image row)."""
     S = img_emb @ txt_emb.T
+    if not np.isfinite(S).all():
+        raise XmodalError("non-finite similarities: the model diverged or saw too little data")
     n_img = S.shape[0]
     out: dict[str, float] = {}
     # image -> text: rank of the best-ranked own caption
@@ -116,7 +118,7 @@ def _subset(td: TrainData, split: str) -> tuple[np.ndarray, np.ndarray]:
 @dataclass
 class TrainConfig:
     dim: int = 256
-    hidden: int = 1024
+    hidden: int = 512
     dropout: float = 0.2
     epochs: int = 40
     batch_images: int = 128
@@ -126,6 +128,8 @@ class TrainConfig:
     use_flip: bool = False
     max_train_images: int | None = None
     use_maps: bool = False
+    bridge_input: bool = False
+    text_identity: bool = False
     bridge_temperature: float = 1.0
     bridge_weights: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3, 0.4)
     eval_every: int = 5
@@ -149,6 +153,8 @@ def fit_heads(
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     rows, caps = _subset(td, "train")
+    if len(rows) < 2:
+        raise XmodalError("need at least two training images")
     heads = DualHeads(
         image_dim=td.pooled.shape[1],
         text_dim=td.text.shape[1],
@@ -156,15 +162,17 @@ def fit_heads(
         hidden=cfg.hidden,
         dropout=cfg.dropout,
         use_maps=cfg.use_maps,
+        text_identity=cfg.text_identity,
     )
     # input standardisation from the training split
     with torch.no_grad():
         P = torch.from_numpy(td.pooled[rows])
         heads.image.mean.copy_(P.mean(0))
         heads.image.std.copy_(P.std(0) + 1e-4)
-        T = torch.from_numpy(td.text[caps])
-        heads.text.mean.copy_(T.mean(0))
-        heads.text.std.copy_(T.std(0) + 1e-4)
+        if heads.text is not None:
+            T = torch.from_numpy(td.text[caps])
+            heads.text.mean.copy_(T.mean(0))
+            heads.text.std.copy_(T.std(0) + 1e-4)
         if cfg.use_maps:
             M = torch.from_numpy(td.maps[rows[:2000]].astype(np.float32)).flatten(0, 1)
             heads.cells.mean.copy_(M.mean(0))
@@ -270,8 +278,10 @@ def train_dual(
         hidden=cfg.hidden,
         dropout=cfg.dropout,
         bridge_temperature=cfg.bridge_temperature,
-        image_input="pooled+maps" if cfg.use_maps else "pooled",
+        image_input="pooled+bridge" if cfg.bridge_input else "pooled",
     )
+    raw_pooled = td.pooled
+    td.pooled = model.head_image_input(td.pooled, td.logits)
     bridge_img = model.bridge_image(td.logits[dev_rows])
     bridge_txt = td.text[dev_caps]
 
@@ -292,6 +302,7 @@ def train_dual(
         by_w[w] = dev_scores(heads, w)
         log(f"bridge weight {w}: dev {by_w[w]}")
     best_w = max(by_w, key=lambda w: by_w[w]["i2t_R@1"] + by_w[w]["t2i_R@1"])
+    td.pooled = raw_pooled
     model.bridge_weight = float(best_w)
     model.heads_ = heads
     model.class_text_ = model._class_text()
