@@ -16,10 +16,12 @@ Scorer = Callable[..., np.ndarray]
 
 
 def direction_scores(protocol: Protocol, scorer: Scorer, seed: int = 0) -> dict[str, np.ndarray]:
-    """Score matrices (images x texts) per direction; directions over the same pool share one."""
+    """Score matrices (images x texts) per direction; directions over the same pool share one,
+    unless the scorer sets ``per_direction = True`` (e.g. task-specific ensembles)."""
     out: dict[str, np.ndarray] = {}
+    share = not getattr(scorer, "per_direction", False)
     for name, d in protocol.directions.items():
-        for other, s in out.items():
+        for other, s in (out.items() if share else ()):
             od = protocol.directions[other]
             if od.image_ids == d.image_ids and od.text_ids == d.text_ids:
                 out[name] = s
