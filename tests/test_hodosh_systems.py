@@ -113,3 +113,11 @@ def test_saved_system_roundtrip(tmp_path):
         np.testing.assert_allclose(a[t], b[t])
     # search ensembles rank images per caption: the t2i matrix is images x texts too
     assert a["t2i"].shape == (10, 10)
+
+
+def test_scorers_are_per_direction():
+    """Annotation and search use separate Borda ensembles: the runner must not share S."""
+    from xmodal.models import hodosh
+
+    scorer = hodosh.EVAL_MODELS["hodosh-bow5"]("flickr8k-hodosh")
+    assert getattr(scorer, "per_direction", False) is True
