@@ -44,7 +44,7 @@ class KeywordHead:
 
     kind = "keyword_head"
 
-    def __init__(self, l2: float = 1e-4, prior_power: float = 0.0, max_iter: int = 200,
+    def __init__(self, l2: float = 1e-4, prior_power: float = 0.0, max_iter: int = 60,
                  seed: int = 0):
         self.l2 = l2
         self.prior_power = prior_power
@@ -76,7 +76,13 @@ class KeywordHead:
             loss.backward()
             return loss
 
-        opt.step(closure)
+        threads = torch.get_num_threads()
+        if x.shape[0] * x.shape[1] * y.shape[1] < 5_000_000:
+            torch.set_num_threads(1)  # small problems: thread start-up costs more than it saves
+        try:
+            opt.step(closure)
+        finally:
+            torch.set_num_threads(threads)
         self.coef_ = w.detach().numpy()
         self.intercept_ = b.detach().numpy()
         self.word_prior_ = (y.sum(0) + 1.0) / (len(y) + 2.0)
@@ -158,6 +164,9 @@ class Tagger:
         return list(self.model.vocabulary_)
 
     def _features(self, images: Sequence[ImageInput]):
+        for im in images:
+            if not isinstance(im, Image.Image) and not Path(im).is_file():
+                raise XmodalError(f"image not found: {im}")
         if self.features == "efficientnet-lite0-pooled":
             from xmodal.features.image_encoder import extract_image_features
 
