@@ -25,6 +25,8 @@ def tag_command(
 ) -> None:
     """Tag images with keywords (offline; the default model was trained on Flickr8K captions).
 
+    Each score is the probability that a caption of the image would use the keyword. Keywords are ordered by that probability relative to how common the keyword is, so a specific word ("pool") can come before a generic one ("dog") with a higher probability.
+
     Examples:
 
       xmodal tag photo.jpg
@@ -52,8 +54,8 @@ def tag_command(
         typer.echo(json.dumps(payload, indent=2))
         return
     table = Table(title=f"top {n} keywords", show_lines=False)
-    table.add_column("image")
-    table.add_column("keywords (score)")
+    table.add_column("image", overflow="fold")
+    table.add_column("keywords (probability)")
     for p, tags in zip(images, results):
         table.add_row(str(p), ", ".join(f"{w} ({s:.2f})" for w, s in tags))
     Console().print(table)  # results to stdout; errors and progress go to stderr
