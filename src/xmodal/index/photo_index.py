@@ -21,7 +21,7 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.index.ann import AnnIndex
-from xmodal.index.scan import file_sha1, load_checked, walk_images
+from xmodal.index.scan import load_checked, read_bytes, walk_images
 from xmodal.index.store import Store
 
 BATCH = 16  # images embedded and committed per transaction
@@ -182,7 +182,7 @@ class PhotoIndex:
         stats.seen = len(files)
         caption_map = _resolve_captions(captions or {}, root)
 
-        todo = []  # (FileInfo, sha1, existing record or None)
+        todo = []  # (FileInfo, existing record or None): read, hash, maybe embed
         seen_paths = set()
         with self.store.transaction() as conn:
             for path, reason in others:
@@ -196,38 +196,12 @@ class PhotoIndex:
                 rec = known.get(info.path)
                 if rec is not None and rec.size == info.size and rec.mtime_ns == info.mtime_ns:
                     if rec.status == "skipped":
-                        stats.skipped += 1
-                        _count_skip(stats, rec.reason or "skipped", count_total=False)
+                        _count_skip(stats, rec.reason or "skipped")
                         continue
-                    if rec.has_vector and self._vector_model(rec.id) == mid:
+                    if rec.vector_model == mid:
                         stats.unchanged += 1
                         continue
-                try:
-                    sha1 = file_sha1(info.path)
-                except OSError as exc:
-                    self.store.upsert_file(
-                        conn,
-                        info.path,
-                        info.size,
-                        info.mtime_ns,
-                        None,
-                        None,
-                        None,
-                        "skipped",
-                        f"cannot read: {exc.strerror}",
-                    )
-                    _count_skip(stats, "cannot read")
-                    continue
-                if (
-                    rec is not None
-                    and rec.sha1 == sha1
-                    and rec.has_vector
-                    and self._vector_model(rec.id) == mid
-                ):
-                    self.store.touch_file(conn, rec.id, info.size, info.mtime_ns)
-                    stats.unchanged += 1
-                    continue
-                todo.append((info, sha1, rec))
+                todo.append((info, rec))
             gone = [rec.id for path, rec in known.items() if path not in seen_paths]
             stats.deleted = self.store.delete_files(conn, gone)
             roots = json.loads(self.store.get_meta("roots", "[]") or "[]")
@@ -238,14 +212,15 @@ class PhotoIndex:
 
         bar = tqdm(total=len(todo), desc="indexing", unit="img", disable=not progress or not todo)
         batches = [todo[i : i + BATCH] for i in range(0, len(todo), BATCH)]
-        # decode the next batch in a thread while the model embeds this one (PIL releases the GIL)
+        # read, hash and decode the next batch in a thread while the model embeds this one
+        # (file reads, hashing and PIL decoding release the GIL)
         with ThreadPoolExecutor(max_workers=1) as pool:
-            pending = pool.submit(_load_batch, batches[0]) if batches else None
+            pending = pool.submit(_load_batch, batches[0], mid) if batches else None
             for n, batch in enumerate(batches):
-                images, good, bad = pending.result()
+                loaded = pending.result()
                 if n + 1 < len(batches):
-                    pending = pool.submit(_load_batch, batches[n + 1])
-                self._embed_and_commit(stats, mid, batch, images, good, bad)
+                    pending = pool.submit(_load_batch, batches[n + 1], mid)
+                self._embed_and_commit(stats, mid, loaded)
                 bar.update(len(batch))
                 stats.elapsed_s = time.perf_counter() - t0
                 bar.set_postfix(img_s=f"{stats.images_per_s:.1f}")
@@ -263,45 +238,42 @@ class PhotoIndex:
         stats.elapsed_s = time.perf_counter() - t0
         return stats
 
-    def _embed_and_commit(self, stats: UpdateStats, mid: str, batch, images, good, bad) -> None:
-        """Embed one batch and write it, with its skipped files, in one transaction."""
+    def _embed_and_commit(self, stats: UpdateStats, mid: str, loaded: _Loaded) -> None:
+        """Embed one decoded batch and write it, with its skipped files, in one transaction."""
+        good, bad = loaded.good, list(loaded.bad)
+        images = [item[3] for item in good]
         try:
             vectors = self._embed(images) if images else np.zeros((0, 0), np.float32)
             if len(vectors) != len(images):
                 raise XmodalError(f"got {len(vectors)} vectors for {len(images)} images")
         except Exception:  # one bad image must not stop the run: embed them one at a time
             vectors, kept = [], []
-            for image, item in zip(images, good):
+            for item in good:
                 try:
-                    vectors.append(self._embed([image])[0])
+                    vectors.append(self._embed([item[3]])[0])
                     kept.append(item)
                 except Exception as exc:  # noqa: BLE001 - any model failure skips the file
-                    info, sha1, rec, _ = item
-                    bad.append((info, sha1, rec, f"the model failed: {type(exc).__name__}"))
+                    bad.append((*item[:3], f"the model failed: {type(exc).__name__}"))
             good = kept
         with self.store.transaction() as conn:
+            for info, rec in loaded.same:  # touched, content unchanged: keep the vector
+                self.store.touch_file(conn, rec.id, info.size, info.mtime_ns)
+                stats.unchanged += 1
             for info, sha1, rec, reason in bad:
                 fid = self.store.upsert_file(
                     conn, info.path, info.size, info.mtime_ns, sha1, None, None, "skipped", reason
                 )
                 self.store.drop_vector(conn, fid)
                 _count_skip(stats, reason)
-            for (info, sha1, rec, (w, h)), vec in zip(good, vectors):
+            for (info, sha1, rec, image), vec in zip(good, vectors):
+                w, h = image.info.get("original_size", image.size)
                 if not np.all(np.isfinite(vec)) or not np.any(vec):
-                    # the model could not read it (e.g. zero row): record it as skipped
+                    reason = "the model could not embed it"  # e.g. a zero row
                     fid = self.store.upsert_file(
-                        conn,
-                        info.path,
-                        info.size,
-                        info.mtime_ns,
-                        sha1,
-                        w,
-                        h,
-                        "skipped",
-                        "the model could not embed it",
+                        conn, info.path, info.size, info.mtime_ns, sha1, w, h, "skipped", reason
                     )
                     self.store.drop_vector(conn, fid)
-                    _count_skip(stats, "the model could not embed it")
+                    _count_skip(stats, reason)
                     continue
                 fid = self.store.upsert_file(
                     conn, info.path, info.size, info.mtime_ns, sha1, w, h, "ok", None
@@ -317,12 +289,6 @@ class PhotoIndex:
         self.store.set_meta(conn, "model", mid)
         self.store.set_meta(conn, "model_spec", self.model_spec or "")
         self.store.set_meta(conn, "dim", str(int(self.model.dim)))
-
-    def _vector_model(self, file_id: int) -> str | None:
-        row = self.store.conn.execute(
-            "SELECT model FROM vectors WHERE file_id = ?", (file_id,)
-        ).fetchone()
-        return row[0] if row else None
 
     def _embed(self, images: list[Any]) -> np.ndarray:
         return _embed_images(self.model, images)
@@ -397,17 +363,33 @@ class PhotoIndex:
         }
 
 
-def _load_batch(batch) -> tuple[list[Any], list[tuple], list[tuple]]:
-    """Decode a batch: (images, [(info, sha1, record, size)], [(info, sha1, record, reason)])."""
-    images, good, bad = [], [], []
-    for info, sha1, rec in batch:
-        image, reason = load_checked(info.path)
+@dataclass
+class _Loaded:
+    """One batch, read and decoded: what to embed, what to skip, what only moved in time."""
+
+    good: list[tuple[Any, str, Any, Any]] = field(default_factory=list)  # info, sha1, rec, image
+    bad: list[tuple[Any, str | None, Any, str]] = field(default_factory=list)  # ..., reason
+    same: list[tuple[Any, Any]] = field(default_factory=list)  # info, rec: same content
+
+
+def _load_batch(batch: list[tuple[Any, Any]], mid: str) -> _Loaded:
+    """Read each file once: hash its bytes, then decode them (unless the content is unchanged)."""
+    out = _Loaded()
+    for info, rec in batch:
+        data, reason = read_bytes(info.path)
+        if data is None:
+            out.bad.append((info, None, rec, reason))
+            continue
+        sha1 = hashlib.sha1(data).hexdigest()
+        if rec is not None and rec.sha1 == sha1 and rec.vector_model == mid:
+            out.same.append((info, rec))
+            continue
+        image, reason = load_checked(info.path, data)
         if image is None:
-            bad.append((info, sha1, rec, reason))
+            out.bad.append((info, sha1, rec, reason))
         else:
-            images.append(image)
-            good.append((info, sha1, rec, image.info.get("original_size", image.size)))
-    return images, good, bad
+            out.good.append((info, sha1, rec, image))
+    return out
 
 
 def _call_embed(method: Callable, items: list[Any], **wanted: Any) -> np.ndarray:

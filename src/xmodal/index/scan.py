@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import hashlib
+import io
 import os
 import warnings
 from dataclasses import dataclass
@@ -51,35 +51,43 @@ def walk_images(root: Path) -> tuple[list[FileInfo], list[tuple[str, str]]]:
     return found, other
 
 
-def file_sha1(path: str) -> str:
-    h = hashlib.sha1()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def read_bytes(path: str) -> tuple[bytes | None, str | None]:
+    """(file content, None), or (None, reason) for an empty, oversized or unreadable file."""
+    try:
+        size = os.path.getsize(path)
+        if size == 0:
+            return None, "empty file"
+        if size > MAX_BYTES:
+            return None, f"file too large ({size / 1e6:.0f} MB)"
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as exc:
+        return None, f"cannot read: {exc.strerror}"
+    if not data:
+        return None, "empty file"
+    return data, None
 
 
-def load_checked(path: str) -> tuple[Image.Image | None, str | None]:
+def load_checked(
+    path: str, data: bytes | None = None
+) -> tuple[Image.Image | None, str | None]:
     """(RGB image, None) for a readable image, or (None, reason) for a bad one.
 
+    ``data`` is the file's content when the caller has read it already (to hash it).
     The image comes back shrunk so that its longer side is at most ``MAX_SIDE`` pixels; its
     stored size is in ``image.info["original_size"]``.
 
     Refuses empty files, files over MAX_BYTES, images over MAX_PIXELS (checked from the header,
     before decoding) and truncated or corrupt data (the whole image is decoded).
     """
-    try:
-        size = os.path.getsize(path)
-    except OSError as exc:
-        return None, f"cannot read: {exc.strerror}"
-    if size == 0:
-        return None, "empty file"
-    if size > MAX_BYTES:
-        return None, f"file too large ({size / 1e6:.0f} MB)"
+    if data is None:
+        data, reason = read_bytes(path)
+        if data is None:
+            return None, reason
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as im:
+            with Image.open(io.BytesIO(data)) as im:
                 w, h = im.size
                 if w * h > MAX_PIXELS:
                     return None, f"image too large ({w}x{h} pixels)"

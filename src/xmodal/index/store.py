@@ -56,7 +56,7 @@ class FileRecord:
     sha1: str | None
     status: str
     reason: str | None
-    has_vector: bool
+    vector_model: str | None  # the model of its stored vector, None without one
 
 
 class Store:
@@ -108,16 +108,15 @@ class Store:
 
     # ----- files --------------------------------------------------------------------------
     def files_under(self, root: str) -> dict[str, FileRecord]:
+        """Every recorded file below folder ``root`` (absolute), by path."""
         prefix = root.rstrip("/") + "/"
         rows = self.conn.execute(
-            "SELECT f.id, f.path, f.size, f.mtime_ns, f.sha1, f.status, f.reason, "
-            "v.file_id IS NOT NULL FROM files f LEFT JOIN vectors v ON v.file_id = f.id "
+            "SELECT f.id, f.path, f.size, f.mtime_ns, f.sha1, f.status, f.reason, v.model "
+            "FROM files f LEFT JOIN vectors v ON v.file_id = f.id "
             "WHERE substr(f.path, 1, ?) = ?",
             (len(prefix), prefix),
         )
-        return {
-            r[1]: FileRecord(r[0], r[1], r[2], r[3], r[4], r[5], r[6], bool(r[7])) for r in rows
-        }
+        return {r[1]: FileRecord(*r) for r in rows}
 
     def upsert_file(self, conn, path, size, mtime_ns, sha1, width, height, status, reason) -> int:
         conn.execute(
