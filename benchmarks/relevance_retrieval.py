@@ -64,7 +64,7 @@ def main() -> None:
     results = {
         "n_queries": len(queries),
         "n_queries_by_length": {str(k): int((lengths == k).sum()) for k in range(1, 5)},
-        "n_test_images": int(len(d.blobs_test)),
+        "n_test_images": len(d.blobs_test),
         "seconds_build_query_set": t_queries,
         "repeat": args.repeat,
         "models": {},
@@ -81,7 +81,7 @@ def main() -> None:
         t_eval, m = best_of(lambda s=s: retrieval_metrics(s, rel, ks=(5,)), args.repeat)
         t_post, logpost = best_of(lambda m=model, im=images: m.log_posterior(im), args.repeat)
         k = min(args.loop_queries, len(queries))
-        t_loop, s_loop = best_of(lambda m=model, lp=logpost: loop_scores(m, lp, queries[:k]), 1)
+        t_loop, s_loop = best_of(lambda m=model, lp=logpost, k=k: loop_scores(m, lp, queries[:k]), 1)
         results["models"][name] = {
             "seconds_all_queries": t_all,
             "seconds_posterior_only": t_post,

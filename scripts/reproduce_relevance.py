@@ -70,7 +70,7 @@ def retrieval_by_length(model, images, labels, max_len: int = 4) -> tuple[dict, 
             continue
         m = retrieval_metrics(s[sel], rel[sel], ks=(5,))
         out[str(k)] = {
-            "n_queries": int(len(sel)),
+            "n_queries": len(sel),
             "n_relevant": int(rel[sel].sum()),
             "P@5": m["P@5"],
             "MAP": m["MAP"],
@@ -148,7 +148,7 @@ def corel_experiment(seed: int = 0) -> dict:
     g_cm = _best([r for r in pp_rows if r["model"] == "cmrm"], ("prior_power",))["prior_power"]
 
     log(f"Corel5K: refit on 4,500 images; CMRM {cmrm_best}, CRM {crm_best}")
-    out: dict = {"n_train": int(len(b)), "n_test": int(len(d.blobs_test)),
+    out: dict = {"n_train": len(b), "n_test": len(d.blobs_test),
                  "selection": {"cmrm": cmrm_rows, "crm": crm_rows, "prior_power": pp_rows},
                  "models": {}}
     emb = blob_embedding(b, y, dim=crm_best["dim"])
@@ -237,7 +237,7 @@ def flickr_experiment(seed: int = 0, kinds=("grid", "effnet"), neural: bool = Tr
         out["models"].update(previous.get("models", {}))
         out["selection"].update(previous.get("selection", {}))
     for s, y in labels.items():
-        out[f"n_{s}"] = int(len(y))
+        out[f"n_{s}"] = len(y)
         out[f"keywords_per_image_{s}"] = float(y.sum(1).mean())
 
     names = {"grid": "grid colour+texture (4x4 cells, 30-d)",
@@ -279,7 +279,7 @@ def flickr_experiment(seed: int = 0, kinds=("grid", "effnet"), neural: bool = Tr
         log(f"Flickr8K [{fname}]: CMRM on k-means blobs")
         blobs = _kmeans_blobs(feats["cells"], idx, seed)
 
-        def eval_cmrm(p):
+        def eval_cmrm(p, blobs=blobs):
             m = CMRM(**p).fit(blobs["train"], labels["train"], words)
             return annotation(m.word_scores(blobs["dev"]), labels["dev"], words)
 
@@ -321,7 +321,7 @@ def flickr_experiment(seed: int = 0, kinds=("grid", "effnet"), neural: bool = Tr
 def _kmeans_blobs(cells: np.ndarray, idx: dict, seed: int, k: int = 500) -> dict:
     from sklearn.cluster import MiniBatchKMeans
 
-    n, c, dim = cells.shape
+    _, c, dim = cells.shape
     tr = cells[idx["train"]].reshape(-1, dim).astype(np.float64)
     mean, std = tr.mean(0), tr.std(0) + 1e-9
     km = MiniBatchKMeans(k, random_state=seed, batch_size=4096, n_init=3).fit((tr - mean) / std)
@@ -500,7 +500,7 @@ def main() -> None:
             command=COMMAND + ("" if args.part == "all" else f" --part {args.part}"),
             commit=_git_commit(),
             machine=f"{platform.machine()} CPU, 2 cores (shared)",
-            date=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+            date=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
             seed=args.seed,
         )
         RESULTS.parent.mkdir(parents=True, exist_ok=True)

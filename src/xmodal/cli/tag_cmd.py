@@ -1,4 +1,4 @@
-"""``xmodal tag``: the top keywords of each image, from the shipped Flickr8K tagger or a saved one."""
+"""``xmodal tag``: the top keywords of each image (shipped Flickr8K tagger or a saved one)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,17 @@ from rich.table import Table
 from xmodal.cli._app import app
 from xmodal.errors import XmodalError
 
+TAG_HELP = (
+    "Tag images with keywords (offline; the default model was trained on Flickr8K captions)."
+    "\n\nEach score is the probability that a caption of the image would use the keyword. "
+    "Keywords are ordered by that probability relative to how common the keyword is, so a "
+    "specific word (\"pool\") can come before a generic one (\"dog\") with a higher "
+    "probability.\n\nExamples:\n\n  xmodal tag photo.jpg\n\n  xmodal tag a.jpg b.png -n 10 "
+    "--json\n\n  xmodal tag photo.jpg --model my_tagger/"
+)
 
-@app.command("tag")
+
+@app.command("tag", help=TAG_HELP)
 def tag_command(
     images: list[Path] = typer.Argument(..., help="JPEG or PNG files to tag."),
     model: Path | None = typer.Option(
@@ -23,18 +32,7 @@ def tag_command(
     n: int = typer.Option(5, "-n", "--top", help="Number of keywords per image."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON to stdout."),
 ) -> None:
-    """Tag images with keywords (offline; the default model was trained on Flickr8K captions).
-
-    Each score is the probability that a caption of the image would use the keyword. Keywords are ordered by that probability relative to how common the keyword is, so a specific word ("pool") can come before a generic one ("dog") with a higher probability.
-
-    Examples:
-
-      xmodal tag photo.jpg
-
-      xmodal tag a.jpg b.png -n 10 --json
-
-      xmodal tag photo.jpg --model my_tagger/
-    """
+    """Tag images with keywords (see ``TAG_HELP``)."""
     from xmodal.models.tagger import load_default_tagger, load_tagger
 
     if n < 1:

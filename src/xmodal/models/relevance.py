@@ -108,8 +108,9 @@ def blob_embedding(
 
     Each blob is represented by the Hellinger map (square root) of its smoothed word distribution
     P(w | blob) over the training images that contain it, centred, reduced to ``dim``
-    dimensions by SVD and scaled (median squared distance between blobs = ``dim``). Blobs that co-occur with the same words end up close, which gives the CRM
-    kernel something to smooth over. Returns (n_blobs, dim).
+    dimensions by SVD and scaled (median squared distance between blobs = ``dim``). Blobs that
+    co-occur with the same words end up close, which gives the CRM kernel something to smooth
+    over. Returns (n_blobs, dim).
     """
     b = np.asarray(blobs, dtype=np.float64)
     y = np.asarray(labels, dtype=np.float64)
