@@ -235,3 +235,16 @@ def test_database_inside_the_folder_and_repaired_files(photos):
     stats = index.update(photos, progress=False)
     assert (stats.added, stats.updated) == (0, 1) and stats.skipped == 4
     assert Path(index.search("black", k=1)[0].path).name == "empty.jpg"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="needs a file system that takes any bytes")
+def test_undecodable_file_name_is_counted_not_stored(tmp_path):
+    root = tmp_path / "odd"
+    good = solid(root / "ok.png", (255, 0, 0))
+    with open(os.fsencode(root) + b"/\xff\xfe.png", "wb") as f:
+        f.write(good.read_bytes())
+    index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
+    stats = index.update(root, progress=False)
+    assert (stats.added, stats.skipped) == (1, 1)
+    assert stats.skip_reasons == {"file name is not valid UTF-8": 1}
+    assert index.stats()["files"] == 1

@@ -21,7 +21,7 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.index.ann import AnnIndex
-from xmodal.index.scan import load_checked, read_bytes, walk_images
+from xmodal.index.scan import BAD_NAME, load_checked, read_bytes, walk_images
 from xmodal.index.store import Store
 
 BATCH = 16  # images embedded and committed per transaction
@@ -186,6 +186,9 @@ class PhotoIndex:
         seen_paths = set()
         with self.store.transaction() as conn:
             for path, reason in others:
+                if reason == BAD_NAME:
+                    _count_skip(stats, reason)
+                    continue
                 seen_paths.add(path)
                 rec = known.get(path)
                 if rec is None or rec.reason != reason:
@@ -327,8 +330,12 @@ class PhotoIndex:
     def similar(self, image: str | os.PathLike, k: int = 10) -> list[SearchResult]:
         """Photos like ``image``: an indexed path (its stored vector) or any image file."""
         self._check_model()
-        path = str(Path(image).expanduser().resolve())
+        given = Path(image).expanduser()
+        path = os.path.abspath(given)
         fid = self.store.file_id(path)
+        if fid is None:
+            path = str(given.resolve())
+            fid = self.store.file_id(path)
         vec = self.store.vector_of(fid, self.model_id) if fid is not None else None
         if vec is None:
             img, reason = load_checked(path) if Path(path).is_file() else (None, "file not found")

@@ -17,6 +17,17 @@ MAX_BYTES = 200 * 1024 * 1024
 MAX_SIDE = 448  # images are shrunk to this before embedding (the encoders read 224 x 224)
 
 
+BAD_NAME = "file name is not valid UTF-8"  # cannot be stored in the database: counted only
+
+
+def _utf8(path: str) -> bool:
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes from the file system (surrogate escapes)
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class FileInfo:
     path: str  # absolute, resolved
@@ -37,6 +48,9 @@ def walk_images(root: Path) -> tuple[list[FileInfo], list[tuple[str, str]]]:
             if name.startswith("."):
                 continue
             path = os.path.join(dirpath, name)
+            if not _utf8(path):
+                other.append((path, BAD_NAME))
+                continue
             try:
                 st = os.stat(path)
             except OSError as exc:
