@@ -44,12 +44,14 @@ def main() -> None:
         ids = f8.split(s)
         x[s] = pooled["pooled"][np.array([pooled["index"][i] for i in ids])]
         y[s] = image_keyword_matrix(f8, ids, vocab)
-    best, best_f1, models = None, -1.0, {}
+    best, best_f1, models, rows = None, -1.0, {}, []
     for l2 in (1e-5, 1e-4):
         m = models[l2] = KeywordHead(l2=l2).fit(x["train"], y["train"], vocab.words)
         for g in (0.0, 0.25, 0.5, 0.75, 1.0):
             m.prior_power = g
             r = annotation_metrics(m.word_scores(x["dev"]), y["dev"], n=5)
+            rows.append({"l2": l2, "prior_power": g, **{k: round(r[k], 4) for k in (
+                "mean_P", "mean_R", "mean_F1", "n_words_recall_gt0")}})
             print(f"l2={l2} prior_power={g}: dev mean P {r['mean_P']:.3f} R {r['mean_R']:.3f} "
                   f"F1 {r['mean_F1']:.3f} words>0 {r['n_words_recall_gt0']}", file=sys.stderr)
             if r["mean_F1"] > best_f1:
@@ -67,6 +69,7 @@ def main() -> None:
         test_annotation={k: r[k] for k in ("mean_P", "mean_R", "mean_F1",
                                            "n_words_recall_gt0", "n_words")},
         command="python scripts/train_tagger.py",
+        selection=rows,
     )
     size = sum(p.stat().st_size for p in args.out.iterdir())
     print(f"saved {args.out} ({size / 1e6:.2f} MB)", file=sys.stderr)

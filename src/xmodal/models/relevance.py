@@ -272,10 +272,14 @@ class _RelevanceModel:
 
         ``queries``: strings of space-separated words, word lists, index tuples, or a
         (n_queries, n_words) count matrix."""
+        return self.query_scores_from_posterior(queries, self.log_posterior(images))
+
+    def query_scores_from_posterior(self, queries, log_posterior: np.ndarray) -> np.ndarray:
+        """:meth:`query_scores` given :meth:`log_posterior` of the images (reuse it)."""
+        self._check_fitted()
         q = parse_queries(queries, self.vocabulary_)
-        logpost = self.log_posterior(images)  # (n_images, n_train)
         q_ll = np.asarray(q @ self.log_pw_.T)  # (n_queries, n_train)
-        return log_matmul_exp(q_ll, logpost)
+        return log_matmul_exp(q_ll, log_posterior)
 
     def rank_images(self, queries, images) -> np.ndarray:
         """(n_queries, n_images) image indices, best first, for each query."""
