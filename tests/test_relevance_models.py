@@ -259,3 +259,19 @@ def test_registry_scorer_on_corel5k_shapes(corel5k_root):
     sky = d.keywords.index("sky")
     expected = np.log(np.exp(m.log_posterior(d.blobs_test)) @ np.exp(m.log_pw_[:, sky]))
     np.testing.assert_allclose(q[:, 0], expected, rtol=1e-9)
+
+
+def test_saved_cmrm_directory_scores_like_the_registered_model(corel5k_root, tmp_path):
+    from xmodal.data import load_corel5k
+    from xmodal.eval.protocols import Direction, Protocol
+    from xmodal.models.registry import get_scorer
+    from xmodal.models.relevance import fit_corel_cmrm
+
+    d = load_corel5k(corel5k_root)
+    fit_corel_cmrm(d).save(tmp_path / "cm")
+    t2i = Direction("t2i", d.ids_test, ["q0"], ["sky water"], None)
+    i2t = Direction("i2t", d.ids_test, d.keywords[:5], d.keywords[:5], None)
+    proto = Protocol("corel5k", {"i2t": i2t, "t2i": t2i}, dataset=d)
+    saved, named = get_scorer(str(tmp_path / "cm"), "corel5k"), get_scorer("cmrm", "corel5k")
+    for direction in (i2t, t2i):
+        np.testing.assert_allclose(saved(proto, direction, 0), named(proto, direction, 0))

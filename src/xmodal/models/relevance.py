@@ -618,3 +618,26 @@ def _corel_scorer(kind: str):
 
 
 EVAL_MODELS = {"cmrm": _corel_scorer("cmrm"), "crm": _corel_scorer("crm")}
+
+
+def _saved_cmrm(path, protocol_name: str):
+    """A saved CMRM directory (blob vocabulary of Corel5K) as a ``corel5k`` scorer."""
+    if protocol_name != "corel5k":
+        raise XmodalError("a saved CMRM scores blob vectors: use it with --protocol corel5k")
+    model = CMRM.load(path)
+
+    def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
+        data = protocol.dataset
+        if direction.name == "i2t":
+            s = model.word_scores(data.blobs_test)
+            index = {w: i for i, w in enumerate(model.vocabulary_)}
+            missing = [t for t in direction.texts if t not in index]
+            if missing:
+                raise XmodalError(f"keywords unknown to the saved model: {missing[:5]}")
+            return s[:, [index[t] for t in direction.texts]]
+        return model.query_scores(direction.texts, data.blobs_test).T
+
+    return scorer
+
+
+SAVED_MODEL_TYPES = {"cmrm": _saved_cmrm}
