@@ -1,4 +1,4 @@
-"""Benchmark: Hodosh et al. text kernels on Flickr8K -- time, peak memory and a text-only sanity score.
+"""Benchmark: Hodosh et al. text kernels on Flickr8K: time, peak memory, text-only sanity.
 
 For each kernel: ``fit`` on the 6,000 training items (5 captions each), the 6,000 x 6,000 training
 Gram matrix, and the 1,000 x 6,000 test-vs-train matrix (one caption per test image, ``#2``).
@@ -26,8 +26,20 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-DEFAULT = ["bow1", "bow5", "bow5-idf", "bow5-sqrtidf", "tagrank", "tri5", "tri5-sqrtidf",
-           "tri5-align", "tri5-dist", "tri5-align-dist", "tri5sem", "tri5-lin"]
+DEFAULT = [
+    "bow1",
+    "bow5",
+    "bow5-idf",
+    "bow5-sqrtidf",
+    "tagrank",
+    "tri5",
+    "tri5-sqrtidf",
+    "tri5-align",
+    "tri5-dist",
+    "tri5-align-dist",
+    "tri5sem",
+    "tri5-lin",
+]
 
 
 def peak_rss_mb() -> float:
@@ -65,8 +77,12 @@ def main() -> None:
     test_g = [[tok[c.id] for c in data.captions_of(i) if c.index != 2] for i in test_ids]
     print(f"preprocessing (cached) {prep_s:.1f}s; train {len(train)} items", file=sys.stderr)
 
-    results: dict = {"preprocess_s": round(prep_s, 1), "n_train": len(train),
-                     "n_test": len(test_q), "kernels": {}}
+    results: dict = {
+        "preprocess_s": round(prep_s, 1),
+        "n_train": len(train),
+        "n_test": len(test_q),
+        "kernels": {},
+    }
     for name in args.kernels:
         row: dict = {}
         k = make_text_kernel(name)
@@ -86,8 +102,12 @@ def main() -> None:
         del T
         S = k.kernel(test_q, test_g)
         r = ranks_of_diagonal(S)
-        row["text_sanity"] = {"R@1": float((r <= 1).mean() * 100), "R@5": float((r <= 5).mean() * 100),
-                              "R@10": float((r <= 10).mean() * 100), "medR": float(np.median(r))}
+        row["text_sanity"] = {
+            "R@1": float((r <= 1).mean() * 100),
+            "R@5": float((r <= 5).mean() * 100),
+            "R@10": float((r <= 10).mean() * 100),
+            "medR": float(np.median(r)),
+        }
         if args.sentence_level and name in ("bow1", "tri1", "bow1-sqrtidf"):
             sents = [[c] for d in train for c in d]
             t = time.perf_counter()

@@ -124,7 +124,9 @@ def test_lexical_trigram_by_hand_and_against_brute_force():
     # "dog run" vs "puppy run": unigrams 0.5 lam^2 + lam^2, bigram 0.5 * 1 * lam^4 = 0.40625
     # self: 2 lam^2 + lam^4 = 0.5625
     k = TrigramKernel(similarity=S).fit([[["dog", "run"]]])
-    assert k.kernel([[["dog", "run"]]], [[["puppy", "run"]]])[0, 0] == pytest.approx(0.40625 / 0.5625)
+    assert k.kernel([[["dog", "run"]]], [[["puppy", "run"]]])[0, 0] == pytest.approx(
+        0.40625 / 0.5625
+    )
     # random docs (with out-of-vocabulary words) against a brute-force enumeration, sqrt-IDF on,
     # and tiny chunks so that the chunked code path is exercised
     rng = np.random.default_rng(0)
@@ -146,7 +148,8 @@ def test_lexical_trigram_by_hand_and_against_brute_force():
     # identity similarity = the plain trigram kernel
     ident = WordSimilarity(vocab, sp.identity(6, format="csr"))
     assert np.allclose(
-        TrigramKernel(similarity=ident).fit(docs).kernel(docs), TrigramKernel().fit(docs).kernel(docs)
+        TrigramKernel(similarity=ident).fit(docs).kernel(docs),
+        TrigramKernel().fit(docs).kernel(docs),
     )
 
 
@@ -190,8 +193,11 @@ def test_tagrank_omega_is_mean_training_chi2_and_captions_average():
 
 # ----------------------------------------------------------------------------- similarities
 def test_ibm_model1_first_iteration_by_hand_and_convergence():
-    pairs = [("das haus".split(), "the house".split()), ("das buch".split(), "the book".split()),
-             ("ein buch".split(), "a book".split())]
+    pairs = [
+        (["das", "haus"], ["the", "house"]),
+        (["das", "buch"], ["the", "book"]),
+        (["ein", "buch"], ["a", "book"]),
+    ]
     m = IBMAlignment(n_iter_model1=1, n_iter_model2=0, use_null=False).fit(pairs)
     # uniform t = 1/4; E-step gives each target word half to each source word:
     # c(the|das) = 1/2 + 1/2, c(house|das) = 1/2, c(book|das) = 1/2 -> t(the|das) = 1/2, 1/4, 1/4
@@ -211,11 +217,11 @@ def test_pmi_similarity_by_hand():
     sents = [["a", "b"], ["a", "b"], ["a", "c"], ["d"]]
     sim = pmi_similarity([[s] for s in sents], min_count=1, threshold=0.0)
     # P(a) = 3/4, P(b) = 2/4, P(c) = 1/4, P(d) = 1/4 (sentence frequencies over 4 sentences)
-    pmi = lambda pxy, px, py: max(0.0, math.log(pxy / (px * py)))  # noqa: E731
+    pmi = lambda pxy, px, py: max(0.0, math.log(pxy / (px * py)))
     va = np.array([pmi(3 / 4, 3 / 4, 3 / 4), pmi(2 / 4, 3 / 4, 2 / 4), pmi(1 / 4, 3 / 4, 1 / 4), 0])
     vb = np.array([pmi(2 / 4, 2 / 4, 3 / 4), pmi(2 / 4, 2 / 4, 2 / 4), 0, 0])
     vc = np.array([pmi(1 / 4, 1 / 4, 3 / 4), 0, pmi(1 / 4, 1 / 4, 1 / 4), 0])
-    cos = lambda x, y: x @ y / np.linalg.norm(x) / np.linalg.norm(y)  # noqa: E731
+    cos = lambda x, y: x @ y / np.linalg.norm(x) / np.linalg.norm(y)
     assert sim.value("b", "c") == pytest.approx(cos(vb, vc))
     assert sim.value("a", "b") == pytest.approx(cos(va, vb))
     assert sim.value("a", "d") == 0.0 and sim.value("d", "d") == 1.0
@@ -238,13 +244,28 @@ def test_alignment_similarity_links_words_of_the_same_image():
     N, V = "NOUN", "VERB"
     docs = []
     for _ in range(7):  # "man"/"guy" and "dog"/"puppy" describe the same things
-        docs.append([[("man", N), ("ride", V), ("bike", N)], [("guy", N), ("ride", V), ("bike", N)],
-                     [("man", N), ("ride", V), ("bicycle", N)], [("guy", N), ("ride", V)],
-                     [("man", N), ("bike", N)]])
-        docs.append([[("dog", N), ("run", V)], [("puppy", N), ("run", V)], [("dog", N), ("run", V)],
-                     [("puppy", N), ("play", V)], [("dog", N)]])
+        docs.append(
+            [
+                [("man", N), ("ride", V), ("bike", N)],
+                [("guy", N), ("ride", V), ("bike", N)],
+                [("man", N), ("ride", V), ("bicycle", N)],
+                [("guy", N), ("ride", V)],
+                [("man", N), ("bike", N)],
+            ]
+        )
+        docs.append(
+            [
+                [("dog", N), ("run", V)],
+                [("puppy", N), ("run", V)],
+                [("dog", N), ("run", V)],
+                [("puppy", N), ("play", V)],
+                [("dog", N)],
+            ]
+        )
     sim = alignment_similarity(docs)
-    assert "man" in sim.index and "ride" in sim.index  # ride: verb 4 x 7 = 28 >= 25 times; run: 21 < 25
+    assert (
+        "man" in sim.index and "ride" in sim.index
+    )  # ride: verb 4 x 7 = 28 >= 25 times; run: 21 < 25
     assert "run" not in sim.index
     assert sim.value("man", "guy") > 0.05
     assert sim.value("dog", "puppy") > 0.05
@@ -297,4 +318,6 @@ def test_tagrank_single_rank_variants():
         0.5 * (ab.kernel(a, b)[0, 0] + rel.kernel(a, b)[0, 0])
     )
     a3 = 1 / math.log2(3)
-    assert ab.kernel(a, b)[0, 0] == pytest.approx(math.exp(-2 * (1 - a3) ** 2 / (1 + a3) / ab.omega_a_))
+    assert ab.kernel(a, b)[0, 0] == pytest.approx(
+        math.exp(-2 * (1 - a3) ** 2 / (1 + a3) / ab.omega_a_)
+    )

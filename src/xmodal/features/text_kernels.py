@@ -137,7 +137,9 @@ class BowKernel(TextKernel):
         self.max_captions = max_captions
 
     def fit(self, train_docs: Sequence[Doc]) -> BowKernel:
-        self.idf_ = idf_weights([d[: self.max_captions] if self.max_captions else d for d in train_docs])
+        self.idf_ = idf_weights(
+            [d[: self.max_captions] if self.max_captions else d for d in train_docs]
+        )
         return self
 
     def _weight(self, w: str) -> float:
@@ -342,8 +344,10 @@ def subsequence_features(
             out[l][0].append(np.repeat(rows, len(cmb)))
             out[l][1].append(words)
     return {
-        l: (np.concatenate(r) if r else np.zeros(0, np.int64),
-            np.concatenate(w) if w else np.zeros((0, l), np.int64))
+        l: (
+            np.concatenate(r) if r else np.zeros(0, np.int64),
+            np.concatenate(w) if w else np.zeros((0, l), np.int64),
+        )
         for l, (r, w) in out.items()
     }
 
@@ -476,7 +480,7 @@ class TrigramKernel(TextKernel):
         fa = self._features(A, vocab)
         fb = fa if docs_b is None else self._features(B, vocab)
         base = max(len(vocab), 1)
-        if base ** self.k >= 2**62:
+        if base**self.k >= 2**62:
             raise XmodalError("vocabulary too large for the trigram feature codes")
         weights = self._word_weights(vocab)
         S = self._sim_matrix(vocab)
@@ -658,8 +662,10 @@ def make_text_kernel(name: str, **overrides: Any) -> TextKernel:
         base, _, var = key.partition("-")
         if base not in ("tagrank", "tagrank5", "tagrank1") or var not in ("", "abs", "rel"):
             raise XmodalError(f"unknown text kernel {name!r}")
-        kw = {"max_captions": 1 if base == "tagrank1" else None,
-              "ranks": {"": "both", "abs": "absolute", "rel": "relative"}[var]}
+        kw = {
+            "max_captions": 1 if base == "tagrank1" else None,
+            "ranks": {"": "both", "abs": "absolute", "rel": "relative"}[var],
+        }
         return TagRankKernel(**(kw | overrides))
     if key.startswith("tri"):
         kw = {"max_captions": 1 if key.startswith("tri1") else None}
@@ -692,8 +698,23 @@ def make_text_kernel(name: str, **overrides: Any) -> TextKernel:
 
 
 KERNEL_NAMES = (
-    "bow1", "bow5", "bow1-idf", "bow5-idf", "bow1-sqrtidf", "bow5-sqrtidf", "tagrank",
-    "tagrank-abs", "tagrank-rel",
-    "tri1", "tri5", "tri5-idf", "tri5-sqrtidf", "tri5-align", "tri5-dist", "tri5-lin",
-    "tri5-align-dist", "tri5-align-dist-sqrtidf", "tri5sem",
+    "bow1",
+    "bow5",
+    "bow1-idf",
+    "bow5-idf",
+    "bow1-sqrtidf",
+    "bow5-sqrtidf",
+    "tagrank",
+    "tagrank-abs",
+    "tagrank-rel",
+    "tri1",
+    "tri5",
+    "tri5-idf",
+    "tri5-sqrtidf",
+    "tri5-align",
+    "tri5-dist",
+    "tri5-lin",
+    "tri5-align-dist",
+    "tri5-align-dist-sqrtidf",
+    "tri5sem",
 )
