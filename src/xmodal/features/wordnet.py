@@ -19,18 +19,68 @@ from xmodal.errors import XmodalError
 from xmodal.paths import cache_dir
 
 # lexnames(5WN): file number, name, syntactic category (1 noun, 2 verb, 3 adjective, 4 adverb).
-LEXNAMES = (
-    "adj.all adj.pert adv.all noun.Tops noun.act noun.animal noun.artifact noun.attribute "
-    "noun.body noun.cognition noun.communication noun.event noun.feeling noun.food noun.group "
-    "noun.location noun.motive noun.object noun.person noun.phenomenon noun.plant "
-    "noun.possession noun.process noun.quantity noun.relation noun.shape noun.state "
-    "noun.substance noun.time verb.body verb.change verb.cognition verb.communication "
-    "verb.competition verb.consumption verb.contact verb.creation verb.emotion verb.motion "
-    "verb.perception verb.possession verb.social verb.stative verb.weather adj.ppl"
-).split()
+LEXNAMES = [
+    "adj.all",
+    "adj.pert",
+    "adv.all",
+    "noun.Tops",
+    "noun.act",
+    "noun.animal",
+    "noun.artifact",
+    "noun.attribute",
+    "noun.body",
+    "noun.cognition",
+    "noun.communication",
+    "noun.event",
+    "noun.feeling",
+    "noun.food",
+    "noun.group",
+    "noun.location",
+    "noun.motive",
+    "noun.object",
+    "noun.person",
+    "noun.phenomenon",
+    "noun.plant",
+    "noun.possession",
+    "noun.process",
+    "noun.quantity",
+    "noun.relation",
+    "noun.shape",
+    "noun.state",
+    "noun.substance",
+    "noun.time",
+    "verb.body",
+    "verb.change",
+    "verb.cognition",
+    "verb.communication",
+    "verb.competition",
+    "verb.consumption",
+    "verb.contact",
+    "verb.creation",
+    "verb.emotion",
+    "verb.motion",
+    "verb.perception",
+    "verb.possession",
+    "verb.social",
+    "verb.stative",
+    "verb.weather",
+    "adj.ppl",
+]
 _POS_NUM = {"noun": 1, "verb": 2, "adj": 3, "adv": 4}
-REQUIRED = ("data.noun", "index.noun", "data.verb", "index.verb", "data.adj", "index.adj",
-            "data.adv", "index.adv", "noun.exc", "verb.exc", "adj.exc", "adv.exc")
+REQUIRED = (
+    "data.noun",
+    "index.noun",
+    "data.verb",
+    "index.verb",
+    "data.adj",
+    "index.adj",
+    "data.adv",
+    "index.adv",
+    "noun.exc",
+    "verb.exc",
+    "adj.exc",
+    "adv.exc",
+)
 
 
 def lexnames_text() -> str:
@@ -56,7 +106,9 @@ def _source_dir(source: str | os.PathLike | None) -> Path:
     )
 
 
-def ensure_wordnet(source: str | os.PathLike | None = None, root: str | os.PathLike | None = None) -> Path:
+def ensure_wordnet(
+    source: str | os.PathLike | None = None, root: str | os.PathLike | None = None
+) -> Path:
     """Make ``nltk.corpus.wordnet`` work offline; returns the NLTK data folder it set up.
 
     Idempotent and cheap after the first call (the copy is about 30 MB, done once).
