@@ -321,3 +321,25 @@ def test_tagrank_single_rank_variants():
     assert ab.kernel(a, b)[0, 0] == pytest.approx(
         math.exp(-2 * (1 - a3) ** 2 / (1 + a3) / ab.omega_a_)
     )
+
+
+def test_wordnet_offline_and_lin_similarity(tmp_path):
+    from pathlib import Path
+
+    from xmodal.features.wordnet import LEXNAMES, ensure_wordnet, lexnames_text
+
+    if not Path("/usr/share/wordnet/data.noun").is_file():
+        pytest.skip("WordNet files missing: apt-get install wordnet-base wordnet-sense-index")
+    assert len(LEXNAMES) == 45 and lexnames_text().splitlines()[5] == "05\tnoun.animal\t1"
+    root = ensure_wordnet(root=tmp_path / "nltk")
+    assert (root / "corpora" / "wordnet" / "lexnames").is_file()
+    from nltk.corpus import wordnet as wn
+
+    assert wn.synset_from_pos_and_offset("n", 2084071).name() == "dog.n.01"
+    from xmodal.features.lexical_similarity import lin_similarity
+
+    docs = [[["dog", "puppy", "poodle", "bench", "car"]]] * 5
+    sim = lin_similarity(docs, threshold=0.0)
+    # puppy and poodle are both dogs: their hypernym vectors share far more than dog and bench
+    assert sim.value("dog", "puppy") > sim.value("dog", "bench")
+    assert sim.value("poodle", "dog") > sim.value("poodle", "car")
