@@ -53,3 +53,20 @@ def test_results_come_from_the_disk_cache(monkeypatch):
     monkeypatch.setattr(captions, "_process", boom)
     assert preprocess(["The black dog is running through the grass ."]) == first
     assert first == [["black", "dog", "run", "grass"]]
+
+
+def test_flickr8k_slice_captions_of_one_image_match_each_other(flickr8k):
+    from xmodal.features.text_kernels import make_text_kernel
+
+    ids = flickr8k.split("train")[:30]
+    caps = [flickr8k.captions_of(i) for i in ids]
+    tokens = preprocess([c.text for cs in caps for c in cs])
+    assert all(tokens), "every caption keeps at least one content word"
+    it = iter(tokens)
+    docs = [[next(it) for _ in cs] for cs in caps]
+    queries = [[d[0]] for d in docs]
+    gallery = [d[1:] for d in docs]
+    for name in ("bow5", "tri5"):
+        S = make_text_kernel(name).fit(gallery).kernel(queries, gallery)
+        top1 = (S.argmax(1) == range(len(ids))).mean()
+        assert top1 > 0.4, (name, top1)  # chance is 1/30
