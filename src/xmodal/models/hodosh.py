@@ -524,12 +524,13 @@ SYSTEMS: dict[str, tuple[str | None, str, float, float]] = {
     "tri5sem": ("tri5sem", "pyramid", 2.0, 1.0),
     "tri5sem-effnet": ("tri5sem", "effnet", 2.0, 1.0),
     "bow5-effnet": ("bow5", "effnet", 2.0, 1.0),
+    "tri5-landmarks": ("tri5", "pyramid", 2.0, 1.0),
 }
 
 
 # Systems whose text kernel is computed only against the 1,500 landmark training items: the
 # Tri5Sem Gram matrix (6,000 x 6,000, word-similarity expansions) costs ~20x Tri5's.
-TEXT_LANDMARK_SYSTEMS = {"tri5sem", "tri5sem-effnet"}
+TEXT_LANDMARK_SYSTEMS = {"tri5sem", "tri5sem-effnet", "tri5-landmarks"}
 
 
 def system_dir(name: str) -> Path:
