@@ -98,12 +98,21 @@ def test_incremental_update_change_and_delete(photos, tmp_path):
 def test_ann_rebuilds_from_sqlite(photos, tmp_path):
     db = tmp_path / "db.sqlite"
     PhotoIndex(db, model=ColourModel()).update(photos, progress=False)
-    for f in tmp_path.glob("db.sqlite.faiss*"):
-        f.unlink()
+    saved = tmp_path / "db.sqlite.faiss.npz"
+    assert saved.is_file()
+    saved.unlink()  # missing: rebuilt from SQLite
     fresh = PhotoIndex(db, model=ColourModel())
     assert Path(fresh.search("green", k=1)[0].path).name == "green.png"
-    (tmp_path / "db.sqlite.faiss").write_bytes(b"corrupt")
+    assert saved.is_file()
+    saved.write_bytes(b"corrupt")  # unreadable: rebuilt
     assert Path(PhotoIndex(db, model=ColourModel()).search("blue", k=1)[0].path).name == "blue.jpg"
+    # stale: another process changed the collection after this one loaded its index
+    reader = PhotoIndex(db, model=ColourModel())
+    assert len(reader.search("red", k=10)) == 3
+    (photos / "red.jpg").unlink()
+    PhotoIndex(db, model=ColourModel()).update(photos, progress=False)
+    assert {Path(h.path).name for h in reader.search("red", k=10)} == {"green.png", "blue.jpg"}
+    assert reader.rebuild_ann() == 2
 
 
 def test_similar_and_describe(photos, tmp_path):

@@ -1,14 +1,15 @@
 """The FAISS index derived from the store: rebuilt whenever the store's generation moved.
 
 Exact inner-product search (``IndexFlatIP``) on unit vectors: cosine similarity, no training,
-fast enough on a CPU up to a few hundred thousand photos. The file is written to a temporary
-name and renamed, so a crash never leaves a half-written index; a missing, unreadable or stale
-file is simply rebuilt from SQLite.
+fast enough on a CPU up to a few hundred thousand photos. It is saved beside the database as one
+file, ``<db>.faiss.npz`` (the serialised index, the file ids of its rows, the store generation
+and the model it was built from), written to a temporary name and renamed: a crash never leaves
+a half-written file, and a missing, unreadable or stale file is simply rebuilt from SQLite. A
+database in a read-only folder still works (the index then lives in memory only).
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -16,53 +17,51 @@ import numpy as np
 
 from xmodal.index.store import Store
 
+FORMAT_VERSION = 1
+
 
 class AnnIndex:
     def __init__(self, store: Store, model_id: str, dim: int):
         self.store = store
         self.model_id = model_id
         self.dim = dim
-        self.base = Path(str(store.path) + ".faiss")
+        self.path = Path(str(store.path) + ".faiss.npz")
         self._index = None
         self._ids: np.ndarray | None = None
         self._generation = -1
 
     @property
-    def _sidecar(self) -> Path:
-        return Path(str(self.base) + ".json")
+    def ntotal(self) -> int:
+        self.ensure()
+        return int(self._index.ntotal)
 
-    @property
-    def _ids_path(self) -> Path:
-        return Path(str(self.base) + ".ids.npy")
+    def _load_saved(self, generation: int) -> bool:
+        import faiss
 
-    def _fresh_on_disk(self, generation: int) -> bool:
         try:
-            info = json.loads(self._sidecar.read_text())
-        except (OSError, ValueError):
+            with np.load(self.path, allow_pickle=False) as z:
+                if (
+                    int(z["version"]) != FORMAT_VERSION
+                    or int(z["generation"]) != generation
+                    or str(z["model"]) != self.model_id
+                ):
+                    return False
+                index = faiss.deserialize_index(np.ascontiguousarray(z["index"]))
+                ids = z["ids"].astype(np.int64)
+        except (OSError, ValueError, KeyError, RuntimeError):
+            return False  # missing, partial or foreign: rebuild
+        if index.ntotal != len(ids) or index.d != self.dim:
             return False
-        return (
-            info.get("generation") == generation
-            and info.get("model") == self.model_id
-            and self.base.is_file()
-            and self._ids_path.is_file()
-        )
+        self._index, self._ids, self._generation = index, ids, generation
+        return True
 
     def ensure(self) -> None:
         """Load the index from disk or rebuild it, unless the in-memory one is current."""
-        import faiss
-
         generation = self.store.generation
         if self._index is not None and self._generation == generation:
             return
-        if self._fresh_on_disk(generation):
-            try:
-                self._index = faiss.read_index(str(self.base))
-                self._ids = np.load(self._ids_path)
-                self._generation = generation
-                return
-            except (RuntimeError, OSError, ValueError):
-                pass  # unreadable: rebuild below
-        self.rebuild()
+        if not self._load_saved(generation):
+            self.rebuild()
 
     def rebuild(self) -> int:
         """Build from the store's vectors and save atomically; returns the number of vectors."""
@@ -73,27 +72,32 @@ class AnnIndex:
         index = faiss.IndexFlatIP(self.dim)
         if len(vecs):
             index.add(vecs)
-        tmp = Path(str(self.base) + f".tmp{os.getpid()}")
-        faiss.write_index(index, str(tmp))
-        os.replace(tmp, self.base)
-        with open(str(self._ids_path) + f".tmp{os.getpid()}", "wb") as f:
-            np.save(f, ids)
-        os.replace(str(self._ids_path) + f".tmp{os.getpid()}", self._ids_path)
-        self._sidecar.write_text(
-            json.dumps({"generation": generation, "model": self.model_id, "n": len(ids)})
-        )
         self._index, self._ids, self._generation = index, ids, generation
+        tmp = Path(str(self.path) + f".tmp{os.getpid()}")
+        try:
+            with open(tmp, "wb") as f:
+                np.savez(
+                    f,
+                    version=np.int64(FORMAT_VERSION),
+                    generation=np.int64(generation),
+                    model=np.str_(self.model_id),
+                    ids=ids,
+                    index=faiss.serialize_index(index),
+                )
+            os.replace(tmp, self.path)
+        except OSError:  # read-only folder or full disk: keep it in memory only
+            tmp.unlink(missing_ok=True)
         return len(ids)
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """(scores, file ids) of the k best matches per query row; ids are -1 past the end."""
-        self.ensure()
-        q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
-        k = max(1, min(k, self._index.ntotal)) if self._index.ntotal else 1
-        if self._index.ntotal == 0:
-            return np.zeros((len(q), 0), np.float32), np.zeros((len(q), 0), np.int64)
         import faiss
 
+        self.ensure()
+        q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
+        if self._index.ntotal == 0:
+            return np.zeros((len(q), 0), np.float32), np.zeros((len(q), 0), np.int64)
+        k = max(1, min(k, self._index.ntotal))
         threads = faiss.omp_get_max_threads()
         if len(q) == 1:  # one query: threads only add overhead (and stalls on a busy machine)
             faiss.omp_set_num_threads(1)

@@ -1,6 +1,21 @@
 """PhotoIndex: index a folder of photos and search it by sentence or by example image.
 
-The CLI (``xmodal index / search / similar / describe``) and the HTTP server both call this.
+The CLI (``xmodal index / search / similar / describe / demo``) and the HTTP server both call
+this. Public surface::
+
+    index = PhotoIndex(db_path=None, model=None, model_spec=None, create=True)
+    index.update(folder, captions=None, progress=True, on_batch=None) -> UpdateStats
+    index.search(sentence, k=10, offset=0) -> list[SearchResult]      # SearchResult(path, score)
+    index.similar(image_path, k=10) -> list[SearchResult]             # the image itself excluded
+    index.describe(image, captions, k=5) -> list[tuple[str, float]]   # rank a caption pool
+    index.stats() -> dict; index.skipped() -> [(path, reason)]; index.captions() -> [(path, text)]
+    index.rebuild_ann() -> int; index.close()
+
+With neither ``model`` nor ``model_spec``, an existing database is queried with the model it was
+indexed with (recorded in it); a new one uses the default model. Searching with a different
+model raises XmodalError saying to re-index. Not thread-safe: use one PhotoIndex per thread
+(SQLite connections belong to the thread that opened them); several processes may share a
+database (WAL), one of them indexing while the others search.
 """
 
 from __future__ import annotations
@@ -43,7 +58,9 @@ def load_model(spec: str | None) -> Any:
     ``openclip:ARCH:CHECKPOINT``, or ``python:module:factory`` for a custom model object with
     ``embed_images``, ``embed_texts`` and ``dim``."""
     if spec and spec.startswith("python:"):
-        _, module, attr = spec.split(":", 2)
+        _, module, attr = (spec.split(":", 2) + ["", ""])[:3]
+        if not module or not attr:
+            raise XmodalError(f"model spec {spec!r}: expected python:MODULE:FACTORY")
         try:
             factory = getattr(importlib.import_module(module), attr)
         except (ImportError, AttributeError) as exc:
