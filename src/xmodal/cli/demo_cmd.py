@@ -94,16 +94,17 @@ def demo_command(
     from xmodal.index import PhotoIndex
 
     out = Console(soft_wrap=False)  # results on stdout; progress on stderr
+    say = console.print if as_json else out.print  # keep stdout pure JSON with --json
     queries = list(query) if query else DEFAULT_QUERIES
     with tempfile.TemporaryDirectory(prefix="xmodal-demo-") as tmp:
         if folder is None:
             folder = Path(tmp) / "photos"
             copied = copy_sample_photos(folder)
-            console.print(f"copied {len(copied)} sample photographs to {folder}")
+            say(f"copied {len(copied)} sample photographs to {folder}: {_names(copied)}")
         db_path = db if db is not None else Path(tmp) / "demo.db"
         index = PhotoIndex(db_path, model_spec=model)
         stats = index.update(folder, progress=True)
-        console.print(
+        say(
             f"indexed {stats.added + stats.updated} photos ({stats.unchanged} unchanged, "
             f"{stats.skipped} skipped) in {stats.elapsed_s:.1f} s"
         )
@@ -129,3 +130,7 @@ def demo_command(
                 shown = p.relative_to(root) if p.is_relative_to(root) else p
                 table.add_row(str(n), f"{r.score:.3f}", str(shown))
             out.print(table)
+
+
+def _names(files: list[Path]) -> str:
+    return ", ".join(f.stem for f in files)

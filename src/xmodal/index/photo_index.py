@@ -105,12 +105,14 @@ class UpdateStats:
     deleted: int = 0
     skipped: int = 0
     skip_reasons: dict[str, int] = field(default_factory=dict)
-    elapsed_s: float = 0.0
+    elapsed_s: float = 0.0  # the whole update, model loading included
+    embed_s: float = 0.0  # reading, decoding, embedding and writing the new and changed images
 
     @property
     def images_per_s(self) -> float:
+        """Throughput of the embedding phase (new and changed images per second)."""
         done = self.added + self.updated
-        return done / self.elapsed_s if self.elapsed_s > 0 else 0.0
+        return done / self.embed_s if self.embed_s > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -237,6 +239,7 @@ class PhotoIndex:
         # read, hash and decode the next batch in a thread while the model embeds this one
         # (file reads, hashing and PIL decoding release the GIL)
         threads = torch_threads(indexing_threads(), self.model)
+        t_embed = time.perf_counter()
         with ThreadPoolExecutor(max_workers=1) as pool, threads:
             pending = pool.submit(_load_batch, batches[0], mid) if batches else None
             for n, batch in enumerate(batches):
@@ -245,8 +248,8 @@ class PhotoIndex:
                     pending = pool.submit(_load_batch, batches[n + 1], mid)
                 self._embed_and_commit(stats, mid, loaded)
                 bar.update(len(batch))
+                stats.embed_s = time.perf_counter() - t_embed
                 stats.elapsed_s = time.perf_counter() - t0
-                bar.set_postfix(img_s=f"{stats.images_per_s:.1f}")
                 if on_batch is not None:
                     on_batch(stats)
         bar.close()
