@@ -207,7 +207,7 @@ def test_demo_on_a_folder_with_fake_model(indexed, tmp_path):
 
 @pytest.mark.slow
 def test_real_default_model_end_to_end(tmp_path):
-    """Three sample photos from scikit-image, the shipped default model, two CLI processes."""
+    """Three sample photos from scikit-image, the shipped default model, index then search."""
     from xmodal.cli.demo_cmd import sample_photo_dir
 
     src = sample_photo_dir()
@@ -216,11 +216,13 @@ def test_real_default_model_end_to_end(tmp_path):
     for name in ("chelsea.png", "coffee.png", "rocket.jpg"):
         (folder / name).write_bytes((src / name).read_bytes())
     db = str(tmp_path / "real.db")
-    env = {"XMODAL_CACHE": str(tmp_path / "cache")} if os.environ.get("CI") else None
-    idx = run_cli("index", str(folder), "--db", db, "--quiet", env_extra=env)
-    assert idx.returncode == 0, idx.stderr
-    res = run_cli("search", "a cup of coffee", "--db", db, "-k", "3", "--json", env_extra=env)
-    assert res.returncode == 0, res.stderr
+    idx = runner.invoke(app, ["index", str(folder), "--db", db, "--quiet", "--json"])
+    assert idx.exit_code == 0, idx.output
+    assert json.loads(idx.stdout)["added"] == 3
+    # the demo command on the same database: nothing to re-embed, then its searches
+    res = runner.invoke(app, ["demo", str(folder), "--db", db, "-q", "a cat",
+                              "-q", "a cup of coffee", "-k", "3", "--json"])
+    assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
-    assert Path(out["results"][0]["path"]).name == "coffee.png"
-    assert len(out["results"]) == 3
+    assert [Path(o["results"][0]["path"]).name for o in out] == ["chelsea.png", "coffee.png"]
+    assert all(len(o["results"]) == 3 for o in out)
