@@ -372,7 +372,11 @@ def _coalesce(rows: np.ndarray, codes: np.ndarray, vals: np.ndarray):
     """Sum values of equal (row, code) pairs."""
     if len(rows) == 0:
         return rows, codes, vals
-    order = np.lexsort((codes, rows))
+    span = int(codes.max()) + 1
+    if (int(rows.max()) + 1) * span < 2**62:  # one int64 key: much faster than lexsort
+        order = np.argsort(rows * span + codes)
+    else:
+        order = np.lexsort((codes, rows))
     rows, codes, vals = rows[order], codes[order], vals[order]
     new = np.ones(len(rows), dtype=bool)
     new[1:] = (rows[1:] != rows[:-1]) | (codes[1:] != codes[:-1])
@@ -495,7 +499,12 @@ class TrigramKernel(TextKernel):
         for l in range(1, self.k + 1):
             sa = self._side(fa, base, weights, l)
             sb = sa if docs_b is None else self._side(fb, base, weights, l)
-            K += self._cross(sa, sb, len(A), len(B), base, l, S)
+            if docs_b is not None and S is not None and len(B) > len(A):
+                # the heavy expansion costs ~deg^2 per feature: give it to the smaller side
+                # (kappa is symmetric, so K(A, B) = K(B, A)^T)
+                K += self._cross(sb, sa, len(B), len(A), base, l, S).T
+            else:
+                K += self._cross(sa, sb, len(A), len(B), base, l, S)
             if need_a:
                 da += self._self(sa, len(A), base, l, S)
             if need_b:
@@ -522,7 +531,7 @@ class TrigramKernel(TextKernel):
             words, vals, rows = _expand(words, vals, rows, p, S)
         return rows, words, vals
 
-    def _heavy(self, side, l, S, ends: np.ndarray | None = None, base: int = 0):
+    def _heavy(self, side, l, S, ends: np.ndarray | None = None, base: int = 0, by_row=False):
         """Expand the first ``ceil(l/2)`` positions; with ``ends`` (sorted codes of the
         (first, last) word pairs present on the other side), prune after the first expansion."""
         rows, words, vals = side
@@ -530,7 +539,10 @@ class TrigramKernel(TextKernel):
         for p in range(n_heavy) if S is not None else ():
             words, vals, rows = _expand(words, vals, rows, p, S)
             if p == 0 and n_heavy > 1 and ends is not None and len(words):
-                keep = _isin_sorted(words[:, 0] * base + words[:, -1], ends)
+                key = words[:, 0] * base + words[:, -1]
+                if by_row:  # self-kernels: only pairs of the same row can match
+                    key = key + rows * (base * base)
+                keep = _isin_sorted(key, ends)
                 words, vals, rows = words[keep], vals[keep], rows[keep]
         return rows, words, vals
 
@@ -557,8 +569,10 @@ class TrigramKernel(TextKernel):
         for lo, hi in self._row_chunks(side, l, S):
             part = _rows_slice(side, lo, hi)
             ra, wa, va = self._light(part, l, S)
-            ends = _unique(wa[:, 0] * base + wa[:, -1]) if l >= 3 and S is not None else None
-            rb, wb, vb = self._heavy(part, l, S, ends, base)
+            ends = None
+            if l >= 3 and S is not None:
+                ends = _unique(wa[:, 0] * base + wa[:, -1] + ra * (base * base))
+            rb, wb, vb = self._heavy(part, l, S, ends, base, by_row=True)
             ra, ca, va = _coalesce(ra, _encode(wa, base), va)
             # row-wise dot products of the two expansions over the light side's code space
             uniq = _unique(ca)
