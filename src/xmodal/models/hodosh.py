@@ -444,8 +444,9 @@ class HodoshKCCA:
         (d / "config.json").write_text(json.dumps(cfg, indent=1))
         (d / "dev_grid.json").write_text(json.dumps(self.dev_grid_))
         m = self.model_
+        f32 = lambda a: np.asarray(a, dtype=np.float32)  # noqa: E731 - halves the files
         arrays = {
-            "lx": m.lx_, "ly": m.ly_, "mean_x": m.mean_x_, "mean_y": m.mean_y_,
+            "lx": f32(m.lx_), "ly": f32(m.ly_), "mean_x": f32(m.mean_x_), "mean_y": f32(m.mean_y_),
             "pivots_x": m.pivots_x_, "pivots_y": m.pivots_y_,
         }
         # keep, per kappa, only the leading directions some selected or single-best model uses
@@ -483,10 +484,13 @@ class HodoshKCCA:
         sys_.dev_grid_ = json.loads(grid.read_text()) if grid.is_file() else []
         m = KCCA(rank=sys_.rank, diag_factor=sys_.diag_factor)
         with np.load(d / "kcca.npz") as z:
-            m.lx_, m.ly_, m.mean_x_, m.mean_y_ = z["lx"], z["ly"], z["mean_x"], z["mean_y"]
+            f64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+            m.lx_, m.ly_ = f64(z["lx"]), f64(z["ly"])
+            m.mean_x_, m.mean_y_ = f64(z["mean_x"]), f64(z["mean_y"])
             m.pivots_x_, m.pivots_y_ = z["pivots_x"], z["pivots_y"]
             sys_.weights_ = {
-                float(k[3:]): (z[k], z["wy_" + k[3:]]) for k in z.files if k.startswith("wx_")
+                float(k[3:]): (f64(z[k]), f64(z["wy_" + k[3:]]))
+                for k in z.files if k.startswith("wx_")
             }
         sys_.model_ = m
         return sys_
