@@ -160,17 +160,35 @@ def test_photos_status_lists_skipped(indexed):
     assert [s["path"] for s in info["skipped_files"]] == [str(root / "broken.jpg")]
 
 
-def test_user_errors_exit_2_with_a_clear_message(tmp_path):
-    missing = run_cli("search", "a dog", "--db", str(tmp_path / "nothing.db"))
-    assert missing.returncode == 2
-    assert "xmodal index" in missing.stdout + missing.stderr
-    assert not (tmp_path / "nothing.db").exists()
-    empty = run_cli("search", "  ", "--db", str(tmp_path / "nothing.db"))
-    assert empty.returncode == 2 and "empty" in empty.stdout + empty.stderr
-    nofolder = run_cli(
-        "index", str(tmp_path / "nope"), "--db", str(tmp_path / "x.db"), "--model", FAKE
+def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str]:
+    """``xmodal ARGS`` through the real entry point (error handling included), in-process."""
+    from xmodal.cli import main
+
+    monkeypatch.setattr(sys, "argv", ["xmodal", *args])
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    captured = capsys.readouterr()
+    return exit_info.value.code, captured.out + captured.err
+
+
+def test_user_errors_exit_2_with_a_clear_message(tmp_path, monkeypatch, capsys):
+    code, msg = run_main(monkeypatch, capsys, "search", "a dog", "--db", str(tmp_path / "no.db"))
+    assert code == 2 and "xmodal index" in msg and "Traceback" not in msg
+    assert not (tmp_path / "no.db").exists()
+    code, msg = run_main(monkeypatch, capsys, "search", "  ", "--db", str(tmp_path / "no.db"))
+    assert code == 2 and "empty" in msg
+    code, msg = run_main(
+        monkeypatch, capsys, "index", str(tmp_path / "nope"), "--db", str(tmp_path / "x.db")
     )
-    assert nofolder.returncode == 2 and "not a folder" in nofolder.stdout + nofolder.stderr
+    assert code == 2 and "not a folder" in msg and not (tmp_path / "x.db").exists()
+    code, msg = run_main(monkeypatch, capsys, "describe", str(tmp_path / "x.jpg"),
+                         "--captions", str(tmp_path / "none.txt"), "--model", FAKE)
+    assert code == 2 and "not found" in msg
+
+
+def test_the_module_entry_point_runs(tmp_path):
+    out = run_cli("search", "a dog", "--db", str(tmp_path / "nothing.db"))
+    assert out.returncode == 2 and "xmodal index" in out.stdout + out.stderr
 
 
 def test_help_has_examples():

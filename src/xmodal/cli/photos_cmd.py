@@ -63,6 +63,8 @@ def index_command(
     """
     from xmodal.data.folder import read_captions
 
+    if not folder.expanduser().is_dir():
+        raise XmodalError(f"not a folder: {folder}")
     caps = read_captions(captions) if captions is not None else None
     index = _open(db, model, create=True)
     stats = index.update(folder, captions=caps, progress=not quiet)
