@@ -146,6 +146,10 @@ def evaluate(systems: list[str], hd, refresh: bool = False) -> dict:
         }
     # Table 7: correlation of system rankings across metrics
     res["correlations"] = correlations(res, systems)
+    res["_gold_ranks"] = {
+        d: {s: np.asarray(res["per_query"]["flickr8k-hodosh"][d][s]["rank"]) for s in systems}
+        for d in ("i2t", "t2i")
+    }
     for pname in res["per_query"]:
         for dname in res["per_query"][pname]:
             for s in res["per_query"][pname][dname]:
@@ -318,6 +322,32 @@ features are 3-4x better on every metric (rows `+ EfficientNet-Lite0`).
 """
 
 
+def plot_recall_curves(res: dict, path: Path) -> None:
+    """R@K of the gold item for K = 1..100, both tasks, ensembles only."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ks = np.arange(1, 101)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5), sharey=True)
+    for ax, (d, title) in zip(axes, (("i2t", "Annotation"), ("t2i", "Search"))):
+        for s, ranks in res["_gold_ranks"][d].items():
+            if s.endswith("@single"):
+                continue
+            ax.plot(ks, [100 * np.mean(ranks <= k) for k in ks], label=label(s))
+        ax.set_title(f"{title}: flickr8k-hodosh")
+        ax.set_xlabel("K")
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("R@K (%)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3)
+    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
 def render(res: dict, command: str, extra_md: str = "") -> str:
     systems = [s for s in res["systems"] if not s.endswith("@single")]
     singles = [s for s in res["systems"] if s.endswith("@single")]
@@ -402,6 +432,8 @@ def render(res: dict, command: str, extra_md: str = "") -> str:
     A(TRIED)
     A(COST)
 
+    A("\n![R@K curves](figures/hodosh_recall_at_k.png)\n")
+
     if singles:
         A("\n## 4. Borda ensemble against the single best dev model\n")
         A("The single model is the (kappa, n) with the best dev R@5 + R@10 for each task. "
@@ -454,7 +486,10 @@ def main() -> None:
     res["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     res["git_commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"],
                                        capture_output=True, text=True).stdout.strip()
+    plot_recall_curves(res, Path(args.out).parent / "figures" / "hodosh_recall_at_k.png")
+    ranks = res.pop("_gold_ranks")
     (_root() / "results.json").write_text(json.dumps(res, indent=1, default=float))
+    res["_gold_ranks"] = ranks
     cmd = "python scripts/reproduce_hodosh.py"
     if args.systems != DEFAULT_SYSTEMS:
         cmd += " --systems " + " ".join(args.systems)
