@@ -2,10 +2,11 @@
 
 Exact inner-product search (``IndexFlatIP``) on unit vectors: cosine similarity, no training,
 fast enough on a CPU up to a few hundred thousand photos. It is saved beside the database as one
-file, ``<db>.faiss.npz`` (the serialised index, the file ids of its rows, the store generation
-and the model it was built from), written to a temporary name and renamed: a crash never leaves
-a half-written file, and a missing, unreadable or stale file is simply rebuilt from SQLite. A
-database in a read-only folder still works (the index then lives in memory only).
+file, ``<db>.faiss.npz``: the vectors of the flat index, the file ids of its rows, the store
+generation and the model it was built from (loading it is one read and one copy). The file is
+written to a temporary name and renamed, so a crash never leaves a half-written file; a missing,
+unreadable or stale file is simply rebuilt from SQLite. A database in a read-only folder still
+works (the index then lives in memory only).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 
 from xmodal.index.store import Store
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 class AnnIndex:
@@ -46,12 +47,15 @@ class AnnIndex:
                     or str(z["model"]) != self.model_id
                 ):
                     return False
-                index = faiss.deserialize_index(np.ascontiguousarray(z["index"]))
                 ids = z["ids"].astype(np.int64)
-        except (OSError, ValueError, KeyError, RuntimeError):
+                vecs = z["vectors"]
+                if vecs.dtype != np.float32 or vecs.shape != (len(ids), self.dim):
+                    return False
+                index = faiss.IndexFlatIP(self.dim)
+                if len(ids):
+                    index.add(np.ascontiguousarray(vecs))
+        except (OSError, ValueError, KeyError, RuntimeError, EOFError):
             return False  # missing, partial or foreign: rebuild
-        if index.ntotal != len(ids) or index.d != self.dim:
-            return False
         self._index, self._ids, self._generation = index, ids, generation
         return True
 
@@ -82,7 +86,7 @@ class AnnIndex:
                     generation=np.int64(generation),
                     model=np.str_(self.model_id),
                     ids=ids,
-                    index=faiss.serialize_index(index),
+                    vectors=vecs,
                 )
             os.replace(tmp, self.path)
         except OSError:  # read-only folder or full disk: keep it in memory only
