@@ -75,6 +75,7 @@ VARIANTS = {
     "d512": {"dim": 512},
     "h1024": {"hidden": 1024},
     "drop4": {"dropout": 0.4},
+    "drop4ep60": {"dropout": 0.4, "epochs": 60},
     "maps": {"use_maps": True},
     "ep80": {"epochs": 80},
     "lr3": {"lr": 3e-3},

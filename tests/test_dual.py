@@ -140,3 +140,28 @@ def test_default_model_contract_on_images():
     S = E @ T.T
     assert S[0, 0] > S[1, 0] and S[1, 1] > S[0, 1] and S[0, 2] > S[1, 2]
     assert model.embed_texts([], progress=False).shape == (0, model.dim)
+
+
+def test_cell_attention_heads_round_trip():
+    import torch
+
+    from xmodal.models.dual_heads import DualHeads
+
+    torch.manual_seed(0)
+    heads = DualHeads(image_dim=8, text_dim=4, dim=4, hidden=8, use_maps=True).eval()
+    rng = np.random.default_rng(0)
+    pooled = rng.normal(size=(3, 8)).astype(np.float32)
+    maps = rng.normal(size=(3, 7, 7, 8)).astype(np.float32)
+    E = heads.embed_images(pooled, maps)
+    again = DualHeads.from_arrays(heads.config(), heads.state_arrays())
+    np.testing.assert_allclose(again.embed_images(pooled, maps), E, atol=1e-6)
+    with pytest.raises(ValueError):
+        heads.embed_images(pooled)
+    # with a zero query the attention is uniform: the cell summary is the mean cell
+    with torch.no_grad():
+        heads.cells.query.weight.zero_()
+        heads.cells.query.bias.zero_()
+        x = torch.from_numpy(maps.reshape(3, 49, 8))
+        got = heads.cells(x).numpy()
+        expected = heads.cells.out(x.mean(1)).numpy()
+    np.testing.assert_allclose(got, expected, atol=1e-5)

@@ -96,6 +96,8 @@ class DualHeads(nn.Module):
     # numpy side (inference) ----------------------------------------------------------------
     def _run(self, fn, *arrays, batch: int = 4096) -> np.ndarray:
         self.eval()
+        if any(a is not None and np.ndim(a) > 2 for a in arrays):
+            batch = 256  # feature maps: keep the float32 copy small
         outs = []
         n = len(arrays[0])
         with torch.inference_mode():
