@@ -35,7 +35,7 @@ LABELS = {
     "tri5sem": "Tri5Sem",
     "tri5sem-effnet": "Tri5Sem + EfficientNet-Lite0",
     "bow5-effnet": "BoW5 + EfficientNet-Lite0",
-    "tri5-landmarks": "Tri5, text kernel vs landmarks (as Tri5Sem)",
+    "tri5-landmarks": "Tri5, text kernel vs landmarks (like Tri5Sem, d = 1)",
 }
 def label(s: str) -> str:
     base = s.removesuffix("@single")
