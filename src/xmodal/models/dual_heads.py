@@ -59,6 +59,7 @@ class DualHeads(nn.Module):
         dropout: float = 0.2,
         use_maps: bool = False,
         text_identity: bool = False,
+        map_dim: int = 1280,
     ) -> None:
         super().__init__()
         if text_identity:
@@ -71,10 +72,11 @@ class DualHeads(nn.Module):
             dropout=dropout,
             use_maps=use_maps,
             text_identity=text_identity,
+            map_dim=map_dim,
         )
         self.image = _Head(image_dim, hidden, dim, dropout)
         self.text = None if text_identity else _Head(text_dim, hidden, dim, dropout)
-        self.cells = _CellAttention(image_dim, dim) if use_maps else None
+        self.cells = _CellAttention(map_dim, dim) if use_maps else None
         self.log_scale = nn.Parameter(torch.tensor(float(np.log(1 / 0.05))))
 
     @property

@@ -121,8 +121,8 @@ def _subset(td: TrainData, split: str) -> tuple[np.ndarray, np.ndarray]:
 class TrainConfig:
     dim: int = 256
     hidden: int = 512
-    dropout: float = 0.2
-    epochs: int = 40
+    dropout: float = 0.4
+    epochs: int = 60
     batch_images: int = 128
     lr: float = 1e-3
     weight_decay: float = 1e-4
@@ -166,6 +166,7 @@ def fit_heads(
         dropout=cfg.dropout,
         use_maps=cfg.use_maps,
         text_identity=cfg.text_identity,
+        map_dim=td.maps.shape[-1] if cfg.use_maps else 1280,
     )
     # input standardisation from the training split
     with torch.no_grad():
