@@ -148,7 +148,7 @@ def test_cell_attention_heads_round_trip():
     from xmodal.models.dual_heads import DualHeads
 
     torch.manual_seed(0)
-    heads = DualHeads(image_dim=8, text_dim=4, dim=4, hidden=8, use_maps=True).eval()
+    heads = DualHeads(image_dim=8, text_dim=4, dim=4, hidden=8, use_maps=True, map_dim=8).eval()
     rng = np.random.default_rng(0)
     pooled = rng.normal(size=(3, 8)).astype(np.float32)
     maps = rng.normal(size=(3, 7, 7, 8)).astype(np.float32)
