@@ -50,6 +50,7 @@ CV_GRID = {
     "ksm_gamma": [1.0, 2.0, 4.0],
     "ksm_C_image": [1.0, 3.0, 10.0],
     "ksm_C_text": [0.1, 1.0, 10.0],
+    "ksm_n_components": [256, None],
 }
 
 
@@ -121,7 +122,7 @@ def select_hyperparameters(ds, k: int) -> dict:
     for tr, va in splits:
         cca = R.LinearCCA(R.CCA_DIM, reg_best).fit(xi[tr], xt[tr])
         for proj, x in ((cca.transform_x, xi), (cca.transform_y, xt)):
-            part = cv_logistic(lambda k, a, b: (proj(x[a]), proj(x[b])), y, [(tr, va)], cv)
+            part = cv_logistic(lambda k, a, b, f=proj, x=x: (f(x[a]), f(x[b])), y, [(tr, va)], cv)
             for C in cv:
                 cv[C] += part[C] / len(splits)
     sel["cv"]["scm_C"] = cv
@@ -132,21 +133,24 @@ def select_hyperparameters(ds, k: int) -> dict:
     sel["cv"]["ksm_C_text"] = cv
     sel["ksm_C_text"] = min(cv, key=cv.get)
 
-    log("CV: KSM image classifier, kernel width and C (held-out log-loss)")
+    log("CV: KSM image classifier, kernel width, rank and C (held-out log-loss)")
     cv = {}
     for gamma in CV_GRID["ksm_gamma"]:
         kern = R.exp_chi2_kernel(xi, xi, gamma)
-        maps = []
-        for tr, va in splits:
-            p, phi = R.kernel_feature_map(kern[np.ix_(tr, tr)], R.KSM_DIM)
-            maps.append((phi, kern[np.ix_(va, tr)] @ p))
-        part = cv_logistic(lambda k, tr, va: maps[k], y, splits, CV_GRID["ksm_C_image"])
-        for C, v in part.items():
-            cv[f"{gamma}/{C}"] = v
-        log(f"  gamma {gamma}: " + ", ".join(f"C={C}: {v:.4f}" for C, v in part.items()))
-    sel["cv"]["ksm_gamma/C_image"] = cv
-    g, c = min(cv, key=cv.get).split("/")
+        for rank in CV_GRID["ksm_n_components"]:
+            maps = []
+            for tr, va in splits:
+                p, phi = R.kernel_feature_map(kern[np.ix_(tr, tr)], rank)
+                maps.append((phi, kern[np.ix_(va, tr)] @ p))
+            part = cv_logistic(lambda k, tr, va, m=maps: m[k], y, splits, CV_GRID["ksm_C_image"])
+            for C, v in part.items():
+                cv[f"{gamma}/{rank}/{C}"] = v
+            log(f"  gamma {gamma}, rank {rank}: "
+                + ", ".join(f"C={C}: {v:.4f}" for C, v in part.items()))
+    sel["cv"]["ksm_gamma/n_components/C_image"] = cv
+    g, r, c = min(cv, key=cv.get).split("/")
     sel["ksm_gamma"], sel["ksm_C_image"] = float(g), float(c)
+    sel["ksm_n_components"] = None if r == "None" else int(r)
     return sel
 
 
@@ -154,7 +158,7 @@ def defaults() -> dict:
     return {
         "cca_reg": R.CCA_REG, "sm_C_image": R.SM_C_IMAGE, "sm_C_text": R.SM_C_TEXT,
         "scm_C": R.SCM_C, "ksm_gamma": R.KSM_GAMMA, "ksm_C_image": R.KSM_C_IMAGE,
-        "ksm_C_text": R.KSM_C_TEXT,
+        "ksm_C_text": R.KSM_C_TEXT, "ksm_n_components": R.KSM_DIM,
     }
 
 
@@ -163,7 +167,7 @@ def build_models(h: dict) -> dict[str, R._CrossModal]:
         "cm": R.CorrelationMatching(R.CCA_DIM, h["cca_reg"]),
         "sm": R.SemanticMatching(h["sm_C_image"], h["sm_C_text"]),
         "scm": R.SemanticCorrelationMatching(R.CCA_DIM, h["cca_reg"], h["scm_C"]),
-        "ksm": R.KernelSemanticMatching(h["ksm_gamma"], R.KSM_DIM, h["ksm_C_image"],
+        "ksm": R.KernelSemanticMatching(h["ksm_gamma"], h["ksm_n_components"], h["ksm_C_image"],
                                         h["ksm_C_text"]),
     }
 
@@ -265,8 +269,8 @@ def markdown(res: dict) -> str:
         ptxt = f"{paper[0]:.3f} / {paper[1]:.3f}" if paper else "-"
         lines.append(f"| {LABEL[model]} | {metric} | {v[0]:.3f} | {v[1]:.3f} | {ptxt} |")
     lines += ["", "### Table 4: MAP with NC (KSM: its own score, `dot`)", "",
-              "| Model | Image query | Text query | Average | Paper (image / text / avg) | "
-              "p vs SCM (image / text / both) |", "|---|---|---|---|---|---|"]
+              ("| Model | Image query | Text query | Average | Paper (image / text / avg) | "
+               "p vs SCM (image / text / both) |"), "|---|---|---|---|---|---|"]
     for n in ("random", "cm", "sm", "scm", "ksm"):
         v = t4[n]
         p = PAPER_T4.get(n)
@@ -286,8 +290,8 @@ def markdown(res: dict) -> str:
         cells = [f"{res['per_category'][n]['i2t'][c]:.3f} / {res['per_category'][n]['t2i'][c]:.3f}"
                  for n in ("cm", "sm", "scm", "ksm")]
         lines.append(f"| {cat} | " + " | ".join(cells) + " |")
-    lines += ["", "### SM: logistic-regression C against the paper (diagnostic, test set; both "
-              "modalities share C)", "", "| C | NC | L1 | KL |", "|---|---|---|---|"]
+    lines += ["", ("### SM: logistic-regression C against the paper (diagnostic, test set; both "
+                   "modalities share C)"), "", "| C | NC | L1 | KL |", "|---|---|---|---|"]
     for C, v in res["sm_C_sweep"].items():
         lines.append(f"| {C} | " + " | ".join(f"{a:.3f} / {b:.3f}" for a, b in v) + " |")
     return "\n".join(lines) + "\n"

@@ -39,7 +39,7 @@ SM_C_IMAGE = 30.0
 SM_C_TEXT = 30.0
 SCM_C = 1.0
 KSM_GAMMA = 2.0
-KSM_DIM = 256
+KSM_DIM: int | None = None  # all kernel principal directions: exact kernel LR
 KSM_C_IMAGE = 3.0
 KSM_C_TEXT = 1.0
 
@@ -326,6 +326,8 @@ class KernelSemanticMatching(_CrossModal):
     ``n_components`` kernel principal directions: ``phi(x) = k(x, X) V diag(lambda)^-1/2`` with
     ``(lambda, V)`` the leading eigenpairs of the training kernel matrix (the Nystrom map with all
     training images as landmarks; ``phi(X) phi(X)'`` is the best rank-r approximation of K).
+    With ``n_components=None`` (all directions) this is exact kernel logistic regression: the
+    L2 penalty on the weights is the RKHS norm of the decision functions.
     Texts: multinomial logistic regression (``C_text``) on z-scored topic proportions.
     Score: ``metric`` between the SMNs; the default ``"dot"`` is ``sum_c p(c|I) p(c|T)``, the
     probability that image and text share a category, which is what relevance means here.
@@ -337,7 +339,7 @@ class KernelSemanticMatching(_CrossModal):
     def __init__(
         self,
         gamma: float = KSM_GAMMA,
-        n_components: int = KSM_DIM,
+        n_components: int | None = KSM_DIM,
         C_image: float = KSM_C_IMAGE,
         C_text: float = KSM_C_TEXT,
         metric: str = "dot",
@@ -388,13 +390,13 @@ class KernelSemanticMatching(_CrossModal):
         self.classes_ = self.image_lr_.classes_
 
 
-def kernel_feature_map(k: np.ndarray, n_components: int) -> tuple[np.ndarray, np.ndarray]:
+def kernel_feature_map(k: np.ndarray, n_components: int | None) -> tuple[np.ndarray, np.ndarray]:
     """``(P, K P)`` with ``P = V diag(lambda)^-1/2`` over the top ``n_components`` eigenpairs of
-    the training kernel ``K`` (eigenvalues below 1e-10 of the largest are dropped)."""
+    the training kernel ``K`` (None: all; eigenvalues below 1e-10 of the largest are dropped)."""
     from scipy import linalg
 
     n = len(k)
-    r = int(min(n_components, n))
+    r = n if n_components is None else int(min(n_components, n))
     if r < 1:
         raise XmodalError("n_components must be >= 1")
     w, v = linalg.eigh(k, subset_by_index=[n - r, n - 1])
