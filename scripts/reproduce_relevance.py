@@ -692,8 +692,8 @@ def write_report(results: dict) -> None:
             lines.append(f"| {name} | {a['n_words_recall_gt0']} | {_f(a['mean_R'])} | "
                          f"{_f(a['mean_P'])} | {_f(a['mean_F1'])} | {_f(a['best49_mean_R'])} | "
                          f"{_f(a['best49_mean_P'])} |")
-        lines += ["", f"Test vocabulary here: {n_words} words (test words also seen in "
-                  "training; the paper says 260).", ""]
+        lines += ["", f"Test vocabulary here: {n_words} words (test words also seen in training; "
+                  "the paper says 260).", ""]
         lines += _cmrm_checks_section(corel)
         lines += ["Retrieval: every 1- to 4-word combination present in at least two test "
                   "annotations (query counts by length below); relevant = the annotation "
