@@ -5,9 +5,9 @@
 * :class:`SemanticMatching` (SM): one multiclass logistic regression per modality maps each item
   to its semantic multinomial (SMN, posterior over the 10 categories); retrieval compares SMNs.
 * :class:`SemanticCorrelationMatching` (SCM): the logistic regressions are learned in the CCA space.
-* :class:`KernelSemanticMatching` (KSM, ours): the image SMN comes from a logistic regression in
-  the (rank-truncated) feature space of the exponential chi-squared kernel of the SIFT
-  histograms, the text SMN from a
+* :class:`KernelSemanticMatching` (KSM, ours): the image SMN comes from a kernel logistic
+  regression (by default exact; optionally rank-truncated) with the exponential chi-squared
+  kernel of the SIFT histograms, the text SMN from a
   logistic regression on standardised topic proportions, and an image and a text are scored by
   the probability that they share their category, ``sum_c p(c | image) p(c | text)``.
 
