@@ -257,3 +257,15 @@ def test_undecodable_file_name_is_counted_not_stored(tmp_path):
     assert (stats.added, stats.skipped) == (1, 1)
     assert stats.skip_reasons == {"file name is not valid UTF-8": 1}
     assert index.stats()["files"] == 1
+
+
+def test_captions_attach_to_symlinked_photos(tmp_path):
+    """Captions given for a symlinked file attach to that file as the folder walk records it."""
+    target = solid(tmp_path / "elsewhere" / "red.png", (250, 0, 0))
+    root = tmp_path / "linked"
+    root.mkdir()
+    (root / "red-link.png").symlink_to(target)
+    index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
+    stats = index.update(root, captions={"red-link.png": ["a red square"]}, progress=False)
+    assert stats.added == 1
+    assert [(Path(p).name, t) for p, t in index.captions()] == [("red-link.png", "a red square")]

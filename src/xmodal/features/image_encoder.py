@@ -224,7 +224,8 @@ def extract_image_features(
                 small_cache.put_many(
                     (keys[i], {"pooled": p[j], "logits": lg[j]}) for j, i in enumerate(good)
                 )
-                map_cache.put_many((keys[i], {"maps": fm[j]}) for j, i in enumerate(good))
+                if maps:  # 7x7x1280 maps are ~125 KB an image: keep them only when asked for
+                    map_cache.put_many((keys[i], {"maps": fm[j]}) for j, i in enumerate(good))
         bar.update(len(idx))
     bar.close()
     return ImageFeatures(pooled, logits, fmaps, ok)

@@ -522,5 +522,6 @@ def _resolve_captions(captions: dict[str, list[str]], root: Path) -> dict[str, l
     for key, texts in captions.items():
         p = Path(key)
         p = p if p.is_absolute() else root / p
-        out.setdefault(str(p.resolve()), []).extend(texts if isinstance(texts, list) else [texts])
+        # the same spelling as the folder walk (absolute, symlinks kept), so linked files match
+        out.setdefault(os.path.abspath(p), []).extend(texts if isinstance(texts, list) else [texts])
     return out
