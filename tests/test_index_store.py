@@ -269,3 +269,11 @@ def test_captions_attach_to_symlinked_photos(tmp_path):
     stats = index.update(root, captions={"red-link.png": ["a red square"]}, progress=False)
     assert stats.added == 1
     assert [(Path(p).name, t) for p, t in index.captions()] == [("red-link.png", "a red square")]
+
+
+def test_contains_only_searchable_photos(photos, tmp_path):
+    index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
+    index.update(photos, progress=False)
+    assert index.contains(str(photos / "red.jpg"))
+    assert not index.contains(str(photos / "garbage.png"))  # recorded, but skipped
+    assert not index.contains("/etc/passwd")

@@ -376,6 +376,15 @@ class PhotoIndex:
         return rank_captions(self.model, image, captions, k)
 
     # ----- inspection -------------------------------------------------------------------------
+    def contains(self, path: str | os.PathLike) -> bool:
+        """Whether ``path`` (as stored: absolute) is an indexed, searchable photo."""
+        row = self.store.conn.execute(
+            "SELECT 1 FROM files f JOIN vectors v ON v.file_id = f.id "
+            "WHERE f.path = ? AND f.status = 'ok'",
+            (str(path),),
+        ).fetchone()
+        return row is not None
+
     def captions(self) -> list[tuple[str, str]]:
         """(image path, caption) pairs stored with the collection."""
         return self.store.captions()

@@ -122,10 +122,7 @@ class Backends:
     def indexed_path(self, item_id: str) -> Path:
         """The file of an indexed image; 404 for anything the index does not hold, so clients
         can never make the server read arbitrary files."""
-        index = self.index()
-        store = getattr(index, "store", None)
-        known = store.file_id(item_id) is not None if store is not None else False
-        if not known:
+        if not self.index().contains(item_id):
             raise ApiError(404, f"no indexed image with id {item_id!r}")
         return Path(item_id)
 
