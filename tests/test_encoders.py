@@ -99,6 +99,7 @@ def test_text_encoder(cache, monkeypatch):
     from xmodal.features import text_encoder as te
 
     texts = ["a dog runs on the beach", "a puppy running on sand", "the stock market fell today"]
+    monkeypatch.setattr(te, "WRITE_MIN", 4)  # this 4-text call writes to the cache
     T = te.encode_texts(texts + [texts[0]], progress=False)
     assert T.shape == (4, 384) and T.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(T, axis=1), 1.0, atol=1e-5)
@@ -110,3 +111,14 @@ def test_text_encoder(cache, monkeypatch):
     # cached: the model is not called again
     monkeypatch.setattr(te, "load_minilm", lambda: (_ for _ in ()).throw(AssertionError("miss")))
     np.testing.assert_array_equal(te.encode_texts(texts, progress=False), T[:3])
+
+
+def test_single_queries_do_not_grow_the_text_cache(cache, monkeypatch):
+    from xmodal.features import text_encoder as te
+
+    te.encode_texts(["a query typed into the search box"], progress=False)
+    calls = []
+    real = te.load_minilm
+    monkeypatch.setattr(te, "load_minilm", lambda: calls.append(1) or real())
+    te.encode_texts(["a query typed into the search box"], progress=False)
+    assert calls, "a single query must not have been written to the disk cache"

@@ -49,6 +49,9 @@ def load_minilm():
     return _MODEL
 
 
+WRITE_MIN = 8
+
+
 def encode_texts(
     texts: list[str],
     *,
@@ -56,7 +59,11 @@ def encode_texts(
     cache: bool = True,
     progress: bool = True,
 ) -> np.ndarray:
-    """(n, 384) float32 L2-normalised MiniLM embeddings of ``texts``, in order."""
+    """(n, 384) float32 L2-normalised MiniLM embeddings of ``texts``, in order.
+
+    Small calls (fewer than ``WRITE_MIN`` texts: interactive search queries) read the disk cache
+    but do not add to it, so a long-running search server does not grow the cache per query.
+    """
     from tqdm.auto import tqdm
 
     texts = [t if isinstance(t, str) else str(t) for t in texts]
@@ -88,7 +95,7 @@ def encode_texts(
             ).astype(np.float32)
             for k, e in zip(chunk, emb):
                 out[todo_keys[k]] = e
-            if store is not None:
+            if store is not None and n >= WRITE_MIN:
                 store.put_many((k, {"emb": e}) for k, e in zip(chunk, emb))
             bar.update(len(chunk))
         bar.close()
