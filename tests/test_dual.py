@@ -165,3 +165,49 @@ def test_cell_attention_heads_round_trip():
         got = heads.cells(x).numpy()
         expected = heads.cells.out(x.mean(1)).numpy()
     np.testing.assert_allclose(got, expected, atol=1e-5)
+
+
+def test_ensemble_heads_average_and_round_trip(tmp_path):
+    import torch
+
+    from xmodal.models.dual_heads import DualHeads, EnsembleHeads
+
+    rng = np.random.default_rng(0)
+    pooled = rng.normal(size=(4, 8)).astype(np.float32)
+    text = rng.normal(size=(3, 6)).astype(np.float32)
+    members = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        members.append(DualHeads(image_dim=8, text_dim=6, dim=4, hidden=8).eval())
+    ens = EnsembleHeads(members)
+    # oracle: the ensemble's cosine is the mean of the members' cosines, computed by hand
+    cos = [m.embed_images(pooled) @ m.embed_texts(text).T for m in members]
+    np.testing.assert_allclose(
+        ens.embed_images(pooled) @ ens.embed_texts(text).T, (cos[0] + cos[1]) / 2, atol=1e-6
+    )
+    np.testing.assert_allclose(np.linalg.norm(ens.embed_images(pooled), axis=1), 1.0, atol=1e-6)
+    assert ens.cfg["dim"] == 8
+    assert not np.allclose(members[0].embed_images(pooled), members[1].embed_images(pooled))
+    model = DualEncoder(dim=4, hidden=8, bridge_weight=0.0)
+    model.heads_ = ens
+    assert model.dim == 8
+    model.class_text_ = rng.normal(size=(1000, 6)).astype(np.float32)
+    model.save(tmp_path / "m")
+    again = DualEncoder.load(tmp_path / "m")
+    assert isinstance(again.heads_, EnsembleHeads) and len(again.heads_.members) == 2
+    np.testing.assert_allclose(  # float16 storage
+        again.heads_.embed_texts(text), ens.embed_texts(text), atol=5e-3
+    )
+
+
+def test_hard_negative_weighting_still_learns():
+    td = _synthetic()
+    cfg = TrainConfig(dim=16, hidden=32, epochs=12, batch_images=100, lr=1e-2,
+                      hard_negative_beta=5.0)
+    heads, history, _ = fit_heads(td, cfg, log=lambda *_: None)
+    assert history[-1]["loss"] < history[0]["loss"]
+    test = td.splits["test"]
+    caps = np.flatnonzero(np.isin(td.caption_image, test))
+    r = recall_5cap(heads.embed_images(td.pooled[test]), heads.embed_texts(td.text[caps]),
+                    td.caption_image[caps] - test[0])
+    assert r["t2i_R@1"] > 30 and r["i2t_R@1"] > 40

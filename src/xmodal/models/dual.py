@@ -246,10 +246,10 @@ class DualEncoder:
             arrays = {k: z[k].astype(np.float32) for k in z.files}
         model.class_text_ = arrays["class_text"]
         if cfg.get("has_heads"):
-            from xmodal.models.dual_heads import DualHeads
+            from xmodal.models.dual_heads import heads_from_arrays
 
             heads_arrays = {k[6:]: v for k, v in arrays.items() if k.startswith("heads.")}
-            model.heads_ = DualHeads.from_arrays(cfg["heads"], heads_arrays)
+            model.heads_ = heads_from_arrays(cfg["heads"], heads_arrays)
         model.meta_ = cfg.get("meta", {})
         return model
 

@@ -135,3 +135,63 @@ class DualHeads(nn.Module):
         heads.load_state_dict(state, strict=True)
         heads.eval()
         return heads
+
+
+class EnsembleHeads:
+    """K :class:`DualHeads` trained with different seeds, used as one set of heads.
+
+    The members' spaces are not aligned (each seed learns its own rotation), so their embeddings
+    are not averaged: an ensemble embedding is the concatenation of the members' L2-normalised
+    embeddings divided by sqrt(K), a unit vector whose dot product is the mean of the members'
+    cosines. The ensemble keeps the single heads' interface (``embed_images``, ``embed_texts``,
+    ``cfg`` with ``dim`` = K x member dim, ``uses_maps``, ``config``, ``state_arrays``) and saves
+    as plain arrays (``m{i}.`` prefixes).
+    """
+
+    def __init__(self, members: list[DualHeads]) -> None:
+        if not members:
+            raise ValueError("an ensemble needs at least one member")
+        self.members = list(members)
+        self.cfg = dict(members[0].cfg)
+        self.cfg["dim"] = sum(m.cfg["dim"] for m in self.members)
+
+    @property
+    def uses_maps(self) -> bool:
+        return any(m.uses_maps for m in self.members)
+
+    @staticmethod
+    def _mean(parts: list[np.ndarray]) -> np.ndarray:
+        return (np.concatenate(parts, axis=1) / np.sqrt(len(parts))).astype(np.float32)
+
+    def embed_images(self, pooled: np.ndarray, maps: np.ndarray | None = None) -> np.ndarray:
+        return self._mean([m.embed_images(pooled, maps) for m in self.members])
+
+    def embed_texts(self, text: np.ndarray) -> np.ndarray:
+        return self._mean([m.embed_texts(text) for m in self.members])
+
+    def eval(self) -> EnsembleHeads:
+        for m in self.members:
+            m.eval()
+        return self
+
+    def config(self) -> dict[str, Any]:
+        return {"members": [m.config() for m in self.members]}
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        return {f"m{i}.{k}": v for i, m in enumerate(self.members) for k, v in m.state_arrays().items()}
+
+    @classmethod
+    def from_arrays(cls, config: dict[str, Any], arrays: dict[str, np.ndarray]) -> EnsembleHeads:
+        members = []
+        for i, cfg in enumerate(config["members"]):
+            prefix = f"m{i}."
+            sub = {k[len(prefix):]: v for k, v in arrays.items() if k.startswith(prefix)}
+            members.append(DualHeads.from_arrays(cfg, sub))
+        return cls(members)
+
+
+def heads_from_arrays(config: dict[str, Any], arrays: dict[str, np.ndarray]):
+    """DualHeads or EnsembleHeads, whichever ``config`` (from ``.config()``) describes."""
+    if "members" in config:
+        return EnsembleHeads.from_arrays(config, arrays)
+    return DualHeads.from_arrays(config, arrays)

@@ -137,6 +137,8 @@ class TrainConfig:
     bridge_tolerance: float = 1.0
     eval_every: int = 5
     seed: int = 0
+    ensemble_size: int = 1  # > 1: that many heads (seeds seed, seed+1, ...), embeddings averaged
+    hard_negative_beta: float = 0.0  # > 0: negatives re-weighted by exp(beta * cos) (mean 1)
 
 
 def fit_heads(
@@ -223,9 +225,23 @@ def fit_heads(
             logits = scale * zi @ zt.T  # (B, 5B)
             owner = torch.arange(len(b)).repeat_interleave(n_caps)  # caption -> image in batch
             pos = owner[None, :] == torch.arange(len(b))[:, None]
-            logp_i2t = F.log_softmax(logits, dim=1)
+            if cfg.hard_negative_beta > 0:
+                # importance weights on the negatives, proportional to exp(beta * cos) and with
+                # mean 1 per row (i2t) / column (t2i): log w added to the negatives' logits
+                sim = (zi @ zt.T).detach() * cfg.hard_negative_beta
+                neg = ~pos
+                n_neg_r = neg.sum(1, keepdim=True).float()
+                n_neg_c = neg.sum(0, keepdim=True).float()
+                masked = sim.masked_fill(pos, float("-inf"))
+                log_w_r = masked - torch.logsumexp(masked, 1, keepdim=True) + n_neg_r.log()
+                log_w_c = masked - torch.logsumexp(masked, 0, keepdim=True) + n_neg_c.log()
+                logits_r = logits + log_w_r.masked_fill(pos, 0.0)
+                logits_c = logits + log_w_c.masked_fill(pos, 0.0)
+            else:
+                logits_r = logits_c = logits
+            logp_i2t = F.log_softmax(logits_r, dim=1)
             loss_i2t = -(logp_i2t * pos).sum(1).div(n_caps).mean()
-            loss_t2i = F.cross_entropy(logits.T, owner)
+            loss_t2i = F.cross_entropy(logits_c.T, owner)
             loss = 0.5 * (loss_i2t + loss_t2i)
             opt.zero_grad()
             loss.backward()
@@ -300,7 +316,24 @@ def train_dual(
         r = dev_scores(heads, 0.0)
         return 0.5 * (r["i2t_R@1"] + r["t2i_R@1"])
 
-    heads, history, best_epoch = fit_heads(td, cfg, log=log, eval_fn=eval_fn)
+    if cfg.ensemble_size > 1:
+        import dataclasses
+
+        from xmodal.models.dual_heads import EnsembleHeads
+
+        members, best_epochs, history = [], [], []
+        for k in range(cfg.ensemble_size):
+            member_cfg = dataclasses.replace(cfg, seed=cfg.seed + k)
+            h, hist, ep = fit_heads(td, member_cfg, log=log, eval_fn=eval_fn)
+            members.append(h)
+            best_epochs.append(ep)
+            history.extend(hist)
+            log(f"ensemble member {k + 1}/{cfg.ensemble_size} (seed {member_cfg.seed}): "
+                f"best epoch {ep}, dev mean R@1 {eval_fn(h):.2f}")
+        heads = EnsembleHeads(members)
+        best_epoch = best_epochs
+    else:
+        heads, history, best_epoch = fit_heads(td, cfg, log=log, eval_fn=eval_fn)
     by_w = {}
     for w in cfg.bridge_weights:
         by_w[w] = dev_scores(heads, w)
