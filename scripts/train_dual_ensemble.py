@@ -5,7 +5,7 @@ An ensemble of K heads concatenates the members' L2-normalised head embeddings /
 mean of their cosines; plain averaging of the embeddings mixes unaligned spaces and scored 1.8
 to 3.2 points of dev mean R@1 below the single model), then blends the bridge with weight w as the single model does.
 
-Usage: ``OMP_NUM_THREADS=2 nice -n 10 python scripts/train_dual_ensemble.py --variants shipped,hn5``
+Usage: ``OMP_NUM_THREADS=2 nice -n 10 python scripts/train_dual_ensemble.py --variants shipped,hn5,ens2_hn5``
 Writes one JSON line per (variant, w) to ``--out`` (default /tmp/dual_ensemble.jsonl).
 """
 
