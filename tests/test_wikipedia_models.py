@@ -108,6 +108,8 @@ SMALL = {
     "sm": {"C_image": 10.0, "C_text": 10.0},
     "scm": {"n_components": 3, "reg": 1e-3, "C": 10.0},
     "ksm": {"gamma": 1.0, "n_components": 40, "C_image": 1.0, "C_text": 1.0},
+    "ksm-qe": {"gamma": 1.0, "n_components": 40, "C_image": 1.0, "C_text": 1.0,
+               "text_gamma": 2.0, "expansion_k": 5, "expansion_weight": 0.3},
 }
 
 
@@ -153,6 +155,37 @@ def test_model_errors(name):
             model.fit(xi, xt)  # supervised models need labels
     with pytest.raises(XmodalError):
         R.MODELS[name](**SMALL[name], metric="nope").fit(xi, xt, y)
+
+
+def test_query_expansion_matches_a_loop_over_queries(tmp_path):
+    (xi, xt, y), (ti, tt, ty) = _split()
+    model = R.ExpandedKernelSemanticMatching(**SMALL["ksm-qe"]).fit(xi, xt, y)
+    pi, pt = model.embed_images(ti), model.embed_texts(tt)
+    k, w = 5, 0.3
+
+    def expanded(queries, gallery):
+        out = []
+        for q in queries:
+            top = np.argsort(-(gallery @ q), kind="stable")[:k]
+            out.append((1 - w) * q + w * gallery[top].mean(0))
+        return np.array(out)
+
+    np.testing.assert_allclose(model.score(ti, tt, direction="i2t"), expanded(pi, pt) @ pt.T)
+    np.testing.assert_allclose(model.score(ti, tt, direction="t2i"), pi @ expanded(pt, pi).T)
+    np.testing.assert_allclose(model.score(ti, tt), pi @ pt.T)  # no direction: plain KSM scores
+    # the text side is a kernel classifier: the Gaussian kernel of square-root topic proportions
+    ref = np.exp(-2.0 * ((np.sqrt(tt)[:, None] - np.sqrt(xt)[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(R.gaussian_kernel(np.sqrt(tt), np.sqrt(xt), 2.0), ref)
+    with pytest.raises(XmodalError):
+        model.score(ti, tt, direction="sideways")
+    with pytest.raises(XmodalError):
+        R.ExpandedKernelSemanticMatching(expansion_weight=1.5).fit(xi, xt, y)
+    # the registry scores each direction with its own expansion
+    assert R.EVAL_MODELS["ksm-qe"]("wikipedia").per_direction
+    model.save(tmp_path / "qe")
+    from xmodal.models.registry import get_scorer
+
+    assert get_scorer(str(tmp_path / "qe"), "wikipedia").per_direction
 
 
 def test_logistic_scaling_trick_matches_plain_scikit_learn():
