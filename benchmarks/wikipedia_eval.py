@@ -1,4 +1,4 @@
-"""Benchmark: ``xmodal eval --protocol wikipedia --model NAME`` for CM, SM, SCM and KSM (ours).
+"""Benchmark: ``xmodal eval --protocol wikipedia --model NAME`` for CM, SM, SCM, KSM and KSM-QE (ours).
 
 Runs the same library path as the CLI (``get_protocol`` -> ``get_scorer`` -> ``run_eval``) in a
 fresh process per model, so each time includes fitting on the 2,173 training documents, scoring
@@ -16,7 +16,7 @@ import sys
 
 from benchmarks._record import record
 
-MODELS = ("cm", "sm", "scm", "ksm")
+MODELS = ("cm", "sm", "scm", "ksm", "ksm-qe")
 
 _CHILD = """
 import json, resource, sys, time
