@@ -121,3 +121,29 @@ def test_scorers_are_per_direction():
 
     scorer = hodosh.EVAL_MODELS["hodosh-bow5"]("flickr8k-hodosh")
     assert getattr(scorer, "per_direction", False) is True
+
+
+def test_full_kernel_variant_is_built_with_its_sizes(monkeypatch, tmp_path):
+    """``tri5sem-full`` trains on every training image (exact kernels) at rank 3,000 and caches
+    apart from the 1,500-landmark Tri5Sem."""
+    from xmodal.models import hodosh
+
+    monkeypatch.setenv("XMODAL_CACHE", str(tmp_path))
+    assert hodosh.system_dir("tri5sem-full") != hodosh.system_dir("tri5sem")
+    built = {}
+
+    def fake_fit(self, hd):
+        built.update(self.config())
+        raise RuntimeError("stop before training")
+
+    monkeypatch.setattr(hodosh.HodoshKCCA, "fit", fake_fit)
+    with pytest.raises(RuntimeError, match="stop before training"):
+        hodosh.get_system("tri5sem-full", hd=object())
+    assert built["n_landmarks"] == 6000 and built["rank"] == 3000
+    assert built["text_kernel"] == "tri5sem" and built["diag_factor"] == 4.0
+    assert not built["text_landmarks"]  # the full Tri5Sem Gram matrix, not a Nystrom block
+    assert max(built["n_grid"]) == 3000
+    built.clear()
+    with pytest.raises(RuntimeError):
+        hodosh.get_system("tri5sem", hd=object())
+    assert built["n_landmarks"] == 1500 and built["rank"] == 1500 and built["text_landmarks"]

@@ -531,6 +531,17 @@ SYSTEMS: dict[str, tuple[str | None, str, float, float]] = {
     "tri5sem-effnet": ("tri5sem", "effnet", 2.0, 4.0),
     "bow5-effnet": ("bow5", "effnet", 2.0, 1.0),
     "tri5-landmarks": ("tri5", "pyramid", 2.0, 1.0),
+    "tri5sem-full": ("tri5sem", "pyramid", 2.0, 4.0),
+    "bow5-full": ("bow5", "pyramid", 2.0, 1.0),
+    "tagrank-full": ("tagrank", "pyramid", 2.0, 1.0),
+    "tri5-full": ("tri5", "pyramid", 2.0, 1.0),
+}
+
+# Systems with other sizes than the defaults: the "-full" systems use every training image as a
+# landmark (the exact 6,000 x 6,000 image and text kernels, as in the paper) and rank 3,000.
+FULL_SIZE = {"n_landmarks": 6000, "rank": 3000, "n_grid": N_GRID + (2500, 3000)}
+SYSTEM_SIZES: dict[str, dict[str, Any]] = {
+    name: FULL_SIZE for name in SYSTEMS if name.endswith("-full")
 }
 
 
@@ -541,7 +552,9 @@ TEXT_LANDMARK_SYSTEMS = {"tri5sem", "tri5sem-effnet", "tri5-landmarks"}
 
 def system_dir(name: str) -> Path:
     text, image, power, d = SYSTEMS[name]
-    return _root() / "systems" / f"{name}-{_hash(text, image, power, d)}"
+    sizes = SYSTEM_SIZES.get(name)
+    key = _hash(text, image, power, d) if sizes is None else _hash(text, image, power, d, sizes)
+    return _root() / "systems" / f"{name}-{key}"
 
 
 def get_system(name: str, hd: HodoshData | None = None, retrain: bool = False) -> HodoshKCCA:
@@ -554,7 +567,8 @@ def get_system(name: str, hd: HodoshData | None = None, retrain: bool = False) -
         return HodoshKCCA.load(d, hd)
     text, image, power, diag = SYSTEMS[name]
     sys_ = HodoshKCCA(
-        text, image, power=power, diag_factor=diag, text_landmarks=name in TEXT_LANDMARK_SYSTEMS
+        text, image, power=power, diag_factor=diag, text_landmarks=name in TEXT_LANDMARK_SYSTEMS,
+        **SYSTEM_SIZES.get(name, {}),
     ).fit(hd)
     sys_.save(d)
     return sys_
