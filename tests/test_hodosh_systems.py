@@ -147,3 +147,36 @@ def test_full_kernel_variant_is_built_with_its_sizes(monkeypatch, tmp_path):
     with pytest.raises(RuntimeError):
         hodosh.get_system("tri5sem", hd=object())
     assert built["n_landmarks"] == 1500 and built["rank"] == 1500 and built["text_landmarks"]
+
+
+def test_low_resolution_ablation_uses_its_own_visual_words(monkeypatch, tmp_path):
+    """``pyramid112`` computes visual words on 112 x 112 images, cached apart from 224 x 224."""
+    from xmodal.errors import XmodalError
+    from xmodal.features import visual_words
+    from xmodal.models import hodosh
+
+    monkeypatch.setenv("XMODAL_CACHE", str(tmp_path))
+    seen = []
+
+    class FakeCache:
+        def __init__(self, name, cfg=None, root=None):
+            self.cfg = cfg or visual_words.VisualWordConfig()
+            seen.append(self.cfg.size)
+
+        def words(self, ids, paths, train_paths=None):
+            raise RuntimeError("stop")
+
+    monkeypatch.setattr(visual_words, "VisualWordCache", FakeCache)
+
+    class _HD:
+        train_ids = ["a"]
+
+        def image_path(self, i):
+            return tmp_path / f"{i}.jpg"
+
+    for kind, size in (("pyramid", 224), ("pyramid112", 112)):
+        with pytest.raises(RuntimeError, match="stop"):
+            hodosh.ImageSide(_HD(), kind)._histograms(["a"], "colour")
+        assert seen[-1] == size
+    with pytest.raises(XmodalError):
+        hodosh.ImageSide(_HD(), "pyramid64")
