@@ -369,19 +369,22 @@ def plot_recall_curves(res: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     ks = np.arange(1, 101)
-    fig, axes = plt.subplots(1, 2, figsize=(10, 5), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 5.5), sharey=True)
     for ax, (d, title) in zip(axes, (("i2t", "Annotation"), ("t2i", "Search"))):
-        for s, ranks in res["_gold_ranks"][d].items():
-            if s.endswith("@single"):
-                continue
-            ax.plot(ks, [100 * np.mean(ranks <= k) for k in ks], label=label(s))
+        shown = [s for s in res["_gold_ranks"][d] if not s.endswith("@single")]
+        colours = plt.get_cmap("tab20")(np.linspace(0, 1, 20))
+        for i, s in enumerate(shown):
+            ranks = res["_gold_ranks"][d][s]
+            style = "--" if s.endswith("-full") else ":" if s.endswith("-112") else "-"
+            ax.plot(ks, [100 * np.mean(ranks <= k) for k in ks], style,
+                    color=colours[(2 * i) % 20 if i < 10 else (2 * i + 1) % 20], label=label(s))
         ax.set_title(f"{title}: flickr8k-hodosh")
         ax.set_xlabel("K")
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("R@K (%)")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3)
-    fig.tight_layout(rect=(0, 0.16, 1, 1))
+    fig.tight_layout(rect=(0, 0.2, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=80)
     plt.close(fig)
