@@ -39,12 +39,13 @@ def main() -> None:
     except KeyboardInterrupt:
         console.print("interrupted")
         sys.exit(130)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Abort):
+    except Exception as exc:  # usage errors arrive here in non-standalone mode
+        # Click's exceptions, or the copy of them that recent Typer versions vendor
+        # (typer._click): both have show() and exit_code.
+        show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
+        if callable(show) and isinstance(code, int):
+            show()
+            sys.exit(code)
+        if type(exc).__name__ == "Abort":
             sys.exit(1)
         raise
