@@ -33,9 +33,11 @@ def _load_scores(path: Path) -> dict[str, np.ndarray]:
 
 @app.command("eval")
 def eval_command(
-    protocol: str = typer.Option(..., "--protocol", "-p", help="Protocol name (see --list)."),
+    protocol: str = typer.Option(..., "--protocol", "-p", help="Protocol name (list them with `xmodal protocols`)."),
     model: str = typer.Option(
-        "random", "--model", "-m", help="Registered model name or a saved model directory."
+        "random", "--model", "-m",
+        help="Registered model name (e.g. dual, scm, ksm-qe, hodosh-tri5sem, cmrm; an unknown "
+        "name prints the full list) or a saved model directory.",
     ),
     data: Path | None = typer.Option(None, "--data", help="Data root (default: $XMODAL_DATA)."),
     scores: Path | None = typer.Option(
