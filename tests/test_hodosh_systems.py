@@ -180,3 +180,28 @@ def test_low_resolution_ablation_uses_its_own_visual_words(monkeypatch, tmp_path
         assert seen[-1] == size
     with pytest.raises(XmodalError):
         hodosh.ImageSide(_HD(), "pyramid64")
+
+
+def test_train_kcca_cli_defaults_follow_the_text_kernel(monkeypatch, tmp_path):
+    """d defaults to 4 for tri5sem (indefinite kernel) and 1 otherwise; the dev grid of n
+    reaches the rank."""
+    from typer.testing import CliRunner
+
+    from xmodal.cli import app
+    from xmodal.models import hodosh
+
+    seen = []
+
+    def fake_fit(self, hd):
+        seen.append(self.config())
+        raise RuntimeError("stop")
+
+    monkeypatch.setattr(hodosh.HodoshKCCA, "fit", fake_fit)
+    monkeypatch.setattr(hodosh, "load_hodosh_data", lambda data=None: object())
+    runner = CliRunner()
+    for kernel, rank, d in (("tri5sem", 3000, 4.0), ("bow5", 1500, 1.0)):
+        result = runner.invoke(app, ["train", "kcca", "--text-kernel", kernel, "--rank", str(rank),
+                                     "--out", str(tmp_path / kernel)])
+        assert isinstance(result.exception, RuntimeError)
+        assert seen[-1]["diag_factor"] == d and seen[-1]["rank"] == rank
+        assert max(seen[-1]["n_grid"]) == max(rank, 2000)
