@@ -293,8 +293,9 @@ def plots(res: dict, cats: list[str], figdir: Path) -> None:
     fig.savefig(figdir / "wikipedia_per_category.png", dpi=90)
     plt.close(fig)
 
-    fig, axes = plt.subplots(2, 2, figsize=(10, 9))
-    for row, n in enumerate(("scm", "ksm-qe")):
+    shown = ("cm", "sm", "scm", "ksm-qe")
+    fig, axes = plt.subplots(len(shown), 2, figsize=(10, 4.5 * len(shown)))
+    for row, n in enumerate(shown):
         for col, (d, title) in enumerate((("t2i", "text query"), ("i2t", "image query"))):
             ax = axes[row, col]
             m = np.asarray(res["confusion"][n][d])
@@ -360,10 +361,17 @@ def main() -> None:
     ap.add_argument("--skip-cv", action="store_true", help="use the module defaults")
     ap.add_argument("--cv-only", action="store_true",
                     help="run the training-set selection, print it, and stop (no test data used)")
+    ap.add_argument("--plots-only", action="store_true",
+                    help="redraw the figures from the saved JSON results and stop")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results"))
     ap.add_argument("--figures", default=str(ROOT / "reports" / "figures"))
     args = ap.parse_args()
     warnings.filterwarnings("ignore", category=RuntimeWarning)
+    if args.plots_only:
+        saved = json.loads((Path(args.out) / "wikipedia_reproduction.json").read_text())
+        plots(saved, saved["categories"], Path(args.figures))
+        log(f"figures redrawn in {args.figures}")
+        return
     t0 = time.time()
     ds = load_wikipedia(args.data)
     y = ds.labels_test
