@@ -311,6 +311,7 @@ def test_corel5k_calibrated_cmrm_reaches_the_paper_cmrm_row(corel5k_root):
     folds only) against Table 1's CMRM row over the 260 test words seen in training."""
     from xmodal.data import load_corel5k
     from xmodal.eval.metrics import annotation_metrics
+    from xmodal.eval.metrics import annotation_metrics
     from xmodal.models.relevance import COREL_CMRM_CALIBRATED
 
     d = load_corel5k(corel5k_root)
@@ -321,3 +322,22 @@ def test_corel5k_calibrated_cmrm_reaches_the_paper_cmrm_row(corel5k_root):
     assert r["n_words_recall_gt0"] >= 66
     assert r["mean_R"] >= 0.09
     assert r["mean_P"] >= 0.10
+
+
+def test_calibrated_cmrm_is_registered_with_its_cv_settings(corel5k_root):
+    """``xmodal eval -p corel5k -m cmrm-calibrated`` scores with the report's CV-selected
+    temperature / word-prior row (COREL_CMRM_CALIBRATED)."""
+    from xmodal.data import load_corel5k
+    from xmodal.eval.protocols import Direction, Protocol
+    from xmodal.models.registry import get_scorer
+    from xmodal.eval.metrics import annotation_metrics
+    from xmodal.models.relevance import COREL_CMRM_CALIBRATED
+
+    d = load_corel5k(corel5k_root)
+    i2t = Direction("i2t", d.ids_test, d.keywords, d.keywords, None)
+    proto = Protocol("corel5k", {"i2t": i2t}, dataset=d)
+    s = get_scorer("cmrm-calibrated", "corel5k")(proto, i2t, 0)
+    ref = CMRM(**COREL_CMRM_CALIBRATED).fit(d.blobs_train, d.labels_train, d.keywords)
+    np.testing.assert_allclose(s, ref.word_scores(d.blobs_test), rtol=1e-9)
+    r = annotation_metrics(s, d.labels_test, n=5, word_mask=d.labels_train.sum(0) > 0)
+    assert (r["n_words_recall_gt0"], round(r["mean_R"], 3), round(r["mean_P"], 3)) == (77, 0.112, 0.108)

@@ -616,6 +616,9 @@ def _corel_scorer(kind: str):
             if id(data) not in fitted:
                 if kind == "cmrm":
                     fitted[id(data)] = (fit_corel_cmrm(data), data.blobs_test)
+                elif kind == "cmrm-calibrated":
+                    fitted[id(data)] = (fit_corel_cmrm(data, **COREL_CMRM_CALIBRATED),
+                                        data.blobs_test)
                 else:
                     model, emb = fit_corel_crm(data)
                     fitted[id(data)] = (model, blob_regions(data.blobs_test, emb))
@@ -636,7 +639,11 @@ def _corel_scorer(kind: str):
     return factory
 
 
-EVAL_MODELS = {"cmrm": _corel_scorer("cmrm"), "crm": _corel_scorer("crm")}
+EVAL_MODELS = {
+    "cmrm": _corel_scorer("cmrm"),
+    "cmrm-calibrated": _corel_scorer("cmrm-calibrated"),
+    "crm": _corel_scorer("crm"),
+}
 
 
 def _saved_cmrm(path, protocol_name: str):
