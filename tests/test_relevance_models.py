@@ -341,3 +341,27 @@ def test_calibrated_cmrm_is_registered_with_its_cv_settings(corel5k_root):
     np.testing.assert_allclose(s, ref.word_scores(d.blobs_test), rtol=1e-9)
     r = annotation_metrics(s, d.labels_test, n=5, word_mask=d.labels_train.sum(0) > 0)
     assert (r["n_words_recall_gt0"], round(r["mean_R"], 3), round(r["mean_P"], 3)) == (77, 0.112, 0.108)
+
+
+def test_saved_corel_crm_directory_scores_like_the_registered_model(corel5k_root, tmp_path):
+    from xmodal.data import load_corel5k
+    from xmodal.errors import XmodalError
+    from xmodal.eval.protocols import Direction, Protocol
+    from xmodal.models.registry import get_scorer
+    from xmodal.models.relevance import fit_corel_crm, save_corel_crm
+
+    d = load_corel5k(corel5k_root)
+    model, emb = fit_corel_crm(d)
+    model.save(tmp_path / "no-embedding")
+    save_corel_crm(model, emb, tmp_path / "crm")
+    t2i = Direction("t2i", d.ids_test, ["q0"], ["sky water"], None)
+    i2t = Direction("i2t", d.ids_test, d.keywords[:5], d.keywords[:5], None)
+    proto = Protocol("corel5k", {"i2t": i2t, "t2i": t2i}, dataset=d)
+    saved, named = get_scorer(str(tmp_path / "crm"), "corel5k"), get_scorer("crm", "corel5k")
+    for direction in (i2t, t2i):  # float16 region storage: close, not bit-identical
+        np.testing.assert_allclose(saved(proto, direction, 0), named(proto, direction, 0),
+                                   rtol=5e-3, atol=1e-6)
+    with pytest.raises(XmodalError, match="blob embedding"):
+        get_scorer(str(tmp_path / "no-embedding"), "corel5k")
+    with pytest.raises(XmodalError):
+        get_scorer(str(tmp_path / "crm"), "wikipedia")

@@ -646,24 +646,52 @@ EVAL_MODELS = {
 }
 
 
-def _saved_cmrm(path, protocol_name: str):
-    """A saved CMRM directory (blob vocabulary of Corel5K) as a ``corel5k`` scorer."""
-    if protocol_name != "corel5k":
-        raise XmodalError("a saved CMRM scores blob vectors: use it with --protocol corel5k")
-    model = CMRM.load(path)
+BLOB_EMBEDDING = "blob_embedding.npy"
+
+
+def save_corel_crm(model: CRM, embedding: np.ndarray, path: str | os.PathLike) -> Path:
+    """Save a Corel5K CRM (see :func:`fit_corel_crm`) with its blob embedding, so that the
+    directory can score blob vectors: ``xmodal eval --protocol corel5k --model DIR``."""
+    path = model.save(path)
+    np.save(path / BLOB_EMBEDDING, np.asarray(embedding, dtype=np.float64), allow_pickle=False)
+    return path
+
+
+def _saved_blob_scorer(model, images_of):
+    """A ``corel5k`` scorer for a saved model; ``images_of(data)`` gives its test inputs."""
 
     def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
-        data = protocol.dataset
+        images = images_of(protocol.dataset)
         if direction.name == "i2t":
-            s = model.word_scores(data.blobs_test)
+            s = model.word_scores(images)
             index = {w: i for i, w in enumerate(model.vocabulary_)}
             missing = [t for t in direction.texts if t not in index]
             if missing:
                 raise XmodalError(f"keywords unknown to the saved model: {missing[:5]}")
             return s[:, [index[t] for t in direction.texts]]
-        return model.query_scores(direction.texts, data.blobs_test).T
+        return model.query_scores(direction.texts, images).T
 
     return scorer
 
 
-SAVED_MODEL_TYPES = {"cmrm": _saved_cmrm}
+def _saved_cmrm(path, protocol_name: str):
+    """A saved CMRM directory (blob vocabulary of Corel5K) as a ``corel5k`` scorer."""
+    if protocol_name != "corel5k":
+        raise XmodalError("a saved CMRM scores blob vectors: use it with --protocol corel5k")
+    return _saved_blob_scorer(CMRM.load(path), lambda data: data.blobs_test)
+
+
+def _saved_crm(path, protocol_name: str):
+    """A saved Corel5K CRM directory (with its blob embedding) as a ``corel5k`` scorer."""
+    emb_file = Path(path) / BLOB_EMBEDDING
+    if protocol_name != "corel5k" or not emb_file.is_file():
+        raise XmodalError(
+            f"{path}: a saved CRM is evaluated on --protocol corel5k and needs its blob "
+            f"embedding ({BLOB_EMBEDDING}, written by save_corel_crm); CRMs over image regions "
+            "are used through `xmodal tag --model DIR`"
+        )
+    emb = np.load(emb_file, allow_pickle=False)
+    return _saved_blob_scorer(CRM.load(path), lambda data: blob_regions(data.blobs_test, emb))
+
+
+SAVED_MODEL_TYPES = {"cmrm": _saved_cmrm, "crm": _saved_crm}
