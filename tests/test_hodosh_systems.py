@@ -150,7 +150,7 @@ def test_full_kernel_variant_is_built_with_its_sizes(monkeypatch, tmp_path):
 
 
 def test_low_resolution_ablation_uses_its_own_visual_words(monkeypatch, tmp_path):
-    """``pyramid112`` computes visual words on 112 x 112 images, cached apart from 224 x 224."""
+    """``pyramid112`` / ``pyramid448`` compute visual words on resized images, cached apart."""
     from xmodal.errors import XmodalError
     from xmodal.features import visual_words
     from xmodal.models import hodosh
@@ -174,7 +174,7 @@ def test_low_resolution_ablation_uses_its_own_visual_words(monkeypatch, tmp_path
         def image_path(self, i):
             return tmp_path / f"{i}.jpg"
 
-    for kind, size in (("pyramid", 224), ("pyramid112", 112)):
+    for kind, size in (("pyramid", 224), ("pyramid112", 112), ("pyramid448", 448)):
         with pytest.raises(RuntimeError, match="stop"):
             hodosh.ImageSide(_HD(), kind)._histograms(["a"], "colour")
         assert seen[-1] == size

@@ -124,3 +124,22 @@ def test_dense_sift_is_translation_equivariant_and_normalised():
     edge[:, 116:] = 255
     d = sift_descriptors(edge)[14, 14].reshape(4, 4, 8)
     assert d[..., 0].sum() > 5 * d[..., 1:].sum()
+
+
+def test_load_image_resizes_both_ways(tmp_path):
+    """Shrinking averages pixels (area); enlarging interpolates (cubic), so a sharp edge is
+    spread over several pixels instead of kept as one jump (nearest-neighbour blocks)."""
+    import cv2
+
+    from xmodal.features.visual_words import load_image
+
+    img = np.zeros((224, 224, 3), dtype=np.uint8)
+    img[:, 112:] = 200
+    img[:, :2] = 100  # a 2-pixel stripe: its 2x2 area average in the shrunk image is 100
+    cv2.imwrite(str(tmp_path / "edge.png"), img)
+    small, big = load_image(tmp_path / "edge.png", 112), load_image(tmp_path / "edge.png", 448)
+    assert small.shape == (112, 112, 3) and big.shape == (448, 448, 3)
+    assert small[50, 0, 0] == 100 and small[50, 60, 0] == 200
+    steps = np.abs(np.diff(big[200, :, 0].astype(int)))
+    assert steps.max() < 180  # nearest-neighbour enlargement would keep the full 200 jump
+    assert big[200, 300, 0] == 200 and big[200, 100, 0] == 0

@@ -65,7 +65,9 @@ def load_image(path: str | Path, size: int = 224) -> np.ndarray:
     if img is None:
         raise XmodalError(f"cannot read image {path}: missing or corrupt file")
     if img.shape[:2] != (size, size):
-        img = cv2.resize(img, (size, size), interpolation=cv2.INTER_AREA)
+        shrink = img.shape[0] * img.shape[1] > size * size
+        img = cv2.resize(img, (size, size),
+                         interpolation=cv2.INTER_AREA if shrink else cv2.INTER_CUBIC)
     return img
 
 

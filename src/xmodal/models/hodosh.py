@@ -50,10 +50,12 @@ N_GRID = (
     10, 15, 20, 25, 30, 40, 50, 60, 75, 90, 100, 125, 150, 175, 200, 250, 300, 350, 400, 450,
     500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000,
 )
-IMAGE_KERNELS = ("pyramid", "histogram", "effnet", "pyramid112")
-# "pyramid112": the pyramid kernel on images downscaled to 112 x 112 (same pixel-level feature
-# parameters): a resolution ablation for the gap between our 224 x 224 images and the paper's.
-LOW_RESOLUTION = 112
+# "pyramid112" / "pyramid448": the pyramid kernel on images resized to 112 x 112 or 448 x 448 with
+# the same pixel-level feature parameters: the first halves the detail (a resolution ablation),
+# the second gives descriptors the scale and density relative to the image content that they had
+# on the paper's ~500 x 375 originals (upsampling adds no detail).
+RESIZED_PYRAMIDS = {"pyramid112": 112, "pyramid448": 448}
+IMAGE_KERNELS = ("pyramid", "histogram", "effnet", *RESIZED_PYRAMIDS)
 TOP_PER_METRIC = 5
 SELECT_METRICS = ("R@1", "R@5", "R@10")
 
@@ -139,8 +141,8 @@ class ImageSide:
     def _histograms(self, ids: Sequence[str], feature: str) -> np.ndarray:
         from xmodal.features.visual_words import VisualWordCache, VisualWordConfig
 
-        if self.kind == "pyramid112":
-            cache = VisualWordCache("flickr8k", VisualWordConfig(size=LOW_RESOLUTION))
+        if self.kind in RESIZED_PYRAMIDS:
+            cache = VisualWordCache("flickr8k", VisualWordConfig(size=RESIZED_PYRAMIDS[self.kind]))
         else:
             cache = VisualWordCache("flickr8k")
         words = cache.words(
@@ -542,6 +544,7 @@ SYSTEMS: dict[str, tuple[str | None, str, float, float]] = {
     "tagrank-full": ("tagrank", "pyramid", 2.0, 1.0),
     "tri5-full": ("tri5", "pyramid", 2.0, 1.0),
     "bow5-112": ("bow5", "pyramid112", 2.0, 1.0),
+    "bow5-448": ("bow5", "pyramid448", 2.0, 1.0),
 }
 
 # Systems with other sizes than the defaults: the "-full" systems use every training image as a
