@@ -545,6 +545,8 @@ SYSTEMS: dict[str, tuple[str | None, str, float, float]] = {
     "tri5-full": ("tri5", "pyramid", 2.0, 1.0),
     "bow5-112": ("bow5", "pyramid112", 2.0, 1.0),
     "bow5-448": ("bow5", "pyramid448", 2.0, 1.0),
+    "tri5sem-448": ("tri5sem", "pyramid448", 2.0, 4.0),
+    "tri5sem-448-full": ("tri5sem", "pyramid448", 2.0, 4.0),
 }
 
 # Systems with other sizes than the defaults: the "-full" systems use every training image as a
@@ -557,7 +559,7 @@ SYSTEM_SIZES: dict[str, dict[str, Any]] = {
 
 # Systems whose text kernel is computed only against the 1,500 landmark training items: the
 # Tri5Sem Gram matrix (6,000 x 6,000, word-similarity expansions) costs ~20x Tri5's.
-TEXT_LANDMARK_SYSTEMS = {"tri5sem", "tri5sem-effnet", "tri5-landmarks"}
+TEXT_LANDMARK_SYSTEMS = {"tri5sem", "tri5sem-effnet", "tri5-landmarks", "tri5sem-448"}
 
 
 def system_dir(name: str) -> Path:
