@@ -25,7 +25,8 @@ import numpy as np
 DEFAULT_SYSTEMS = [
     "nn", "bow1", "bow5", "tagrank", "tri5", "tri5-landmarks", "tri5sem", "bow5-full",
     "tagrank-full", "tri5-full", "tri5sem-full", "bow5-112", "bow5-448", "tri5sem-448",
-    "tri5sem-448-full", "bow5-effnet", "tri5sem-effnet",
+    "bow5-448-full", "tagrank-448-full", "tri5-448-full", "tri5sem-448-full", "bow5-effnet",
+    "tri5sem-effnet",
 ]
 LABELS = {
     "nn": "NN (NN5 idf-F1)",
@@ -45,6 +46,9 @@ LABELS = {
     "bow5-448": "BoW5 on images enlarged to 448x448 (descriptor scale of the originals)",
     "tri5sem-448": "Tri5Sem on images enlarged to 448x448",
     "tri5sem-448-full": "Tri5Sem, 448x448, exact kernels (rank 3,000)",
+    "bow5-448-full": "BoW5, 448x448, exact kernels (rank 3,000)",
+    "tagrank-448-full": "TagRank, 448x448, exact kernels (rank 3,000)",
+    "tri5-448-full": "Tri5, 448x448, exact kernels (rank 3,000)",
 }
 def label(s: str) -> str:
     base = s.removesuffix("@single")

@@ -547,6 +547,9 @@ SYSTEMS: dict[str, tuple[str | None, str, float, float]] = {
     "bow5-448": ("bow5", "pyramid448", 2.0, 1.0),
     "tri5sem-448": ("tri5sem", "pyramid448", 2.0, 4.0),
     "tri5sem-448-full": ("tri5sem", "pyramid448", 2.0, 4.0),
+    "bow5-448-full": ("bow5", "pyramid448", 2.0, 1.0),
+    "tagrank-448-full": ("tagrank", "pyramid448", 2.0, 1.0),
+    "tri5-448-full": ("tri5", "pyramid448", 2.0, 1.0),
 }
 
 # Systems with other sizes than the defaults: the "-full" systems use every training image as a
