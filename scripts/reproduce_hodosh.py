@@ -422,8 +422,9 @@ def render(res: dict, command: str, extra_md: str = "") -> str:
     L = []
     A = L.append
     A("# Hodosh et al. (2013) on Flickr8K: reproduction\n")
-    A(f"Regenerate: `{command}` (about two hours on the 2-core machine from an empty cache, of which the exact-kernel and 448 px systems take about 45 minutes; "
-      "a few seconds once `$XMODAL_CACHE/hodosh` holds the features, kernels and systems).\n")
+    A(f"Regenerate: `{command}` (about two hours on the 2-core machine from an empty cache, "
+      "of which the exact-kernel and 448 px systems take about 45 minutes; a few seconds once "
+      "`$XMODAL_CACHE/hodosh` holds the features, kernels and systems).\n")
     A(f"Date: {res['date']}; git commit `{res['git_commit']}`; 2-core shared CPU.\n")
     A("**Our images are 224x224 re-encodes** of the Flickr8K originals (about 500x375, aspect "
       "ratio not kept, JPEG quality 90), so the pixel features (colour, texture, SIFT) see less "
