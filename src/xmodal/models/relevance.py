@@ -625,18 +625,24 @@ def _corel_scorer(kind: str):
             model, images = fitted[id(data)]
             if len(direction.image_ids) != len(data.blobs_test):
                 raise XmodalError("the corel5k protocol must have the 500 test images")
-            if direction.name == "i2t":
-                s = model.word_scores(images)
-                index = {w: i for i, w in enumerate(model.vocabulary_)}
-                cols = [index.get(t, -1) for t in direction.texts]
-                if min(cols) < 0:
-                    raise XmodalError("corel5k i2t texts must be single keywords")
-                return s[:, cols]
-            return model.query_scores(direction.texts, images).T
+            return _direction_scores(model, images, direction)
 
         return scorer
 
     return factory
+
+
+def _direction_scores(model, images, direction) -> np.ndarray:
+    """(n_images, n_texts) scores of a relevance model for a ``corel5k`` direction: P(w | image)
+    for i2t (texts are single keywords), the query likelihood for t2i."""
+    if direction.name == "i2t":
+        s = model.word_scores(images)
+        index = {w: i for i, w in enumerate(model.vocabulary_)}
+        missing = [t for t in direction.texts if t not in index]
+        if missing:
+            raise XmodalError(f"i2t texts must be single keywords of the model: {missing[:5]}")
+        return s[:, [index[t] for t in direction.texts]]
+    return model.query_scores(direction.texts, images).T
 
 
 EVAL_MODELS = {
@@ -661,15 +667,7 @@ def _saved_blob_scorer(model, images_of):
     """A ``corel5k`` scorer for a saved model; ``images_of(data)`` gives its test inputs."""
 
     def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
-        images = images_of(protocol.dataset)
-        if direction.name == "i2t":
-            s = model.word_scores(images)
-            index = {w: i for i, w in enumerate(model.vocabulary_)}
-            missing = [t for t in direction.texts if t not in index]
-            if missing:
-                raise XmodalError(f"keywords unknown to the saved model: {missing[:5]}")
-            return s[:, [index[t] for t in direction.texts]]
-        return model.query_scores(direction.texts, images).T
+        return _direction_scores(model, images_of(protocol.dataset), direction)
 
     return scorer
 
