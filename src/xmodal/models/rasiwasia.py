@@ -367,10 +367,13 @@ class KernelSemanticMatching(_CrossModal):
             exp_chi2_kernel(x, x, self.gamma), self.n_components
         )
         self.image_lr_ = _Logistic(self.C_image).fit(train_features, lab)
-        self.text_lr_ = _Logistic(self.C_text, standardize=True).fit(y, lab)
+        self._fit_text(y, lab)
         self.classes_ = self.image_lr_.classes_
         self.fitted_ = True
         return self
+
+    def _fit_text(self, y: np.ndarray, labels: np.ndarray) -> None:
+        self.text_lr_ = _Logistic(self.C_text, standardize=True).fit(y, labels)
 
     def _embed_images(self, x: np.ndarray) -> np.ndarray:
         if x.shape[1] != self.landmarks_.shape[1]:
@@ -434,14 +437,14 @@ class ExpandedKernelSemanticMatching(KernelSemanticMatching):
     def fit(self, images: Any, texts: Any, labels: Any = None) -> ExpandedKernelSemanticMatching:
         if not 0.0 <= self.expansion_weight <= 1.0 or int(self.expansion_k) < 0:
             raise XmodalError("expansion_weight must be in [0, 1] and expansion_k >= 0")
-        super().fit(images, texts, labels)
-        _, y, lab = _check_pairs(images, texts, labels, need_labels=True)
+        return super().fit(images, texts, labels)
+
+    def _fit_text(self, y: np.ndarray, labels: np.ndarray) -> None:
         self.text_landmarks_ = _hellinger(y)
         self.text_projection_, train_features = kernel_feature_map(
             gaussian_kernel(self.text_landmarks_, self.text_landmarks_, self.text_gamma), None
         )
-        self.text_lr_ = _Logistic(self.C_text).fit(train_features, lab)
-        return self
+        self.text_lr_ = _Logistic(self.C_text).fit(train_features, labels)
 
     def _embed_texts(self, y: np.ndarray) -> np.ndarray:
         if y.shape[1] != self.text_landmarks_.shape[1]:
