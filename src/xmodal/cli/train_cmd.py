@@ -48,7 +48,8 @@ def kcca(
     ),
     image_kernel: str = typer.Option(
         "pyramid", "--image-kernel",
-        help="Image kernel: pyramid, histogram, effnet, or pyramid112 (112x112 images).",
+        help="Image kernel: pyramid, histogram, effnet, pyramid112 or pyramid448 (images "
+        "resized to 112 or 448 px first).",
     ),
     out: Path = typer.Option(..., "--out", help="Directory to write the trained system to."),
     data: Path = typer.Option(None, "--data", help="Data root (holding flickr8k/) or flickr8k."),
@@ -74,14 +75,13 @@ def kcca(
     then: xmodal eval --protocol flickr8k-hodosh --model models/tri5sem
     Exact kernels (as the paper): add --landmarks 6000 --rank 3000 (about 8 minutes, 2.7 GB).
     """
-    from xmodal.models.hodosh import N_GRID, HodoshKCCA, load_hodosh_data
+    from xmodal.models.hodosh import HodoshKCCA, load_hodosh_data, n_grid_for
 
     if diag_factor is None:
         diag_factor = 4.0 if text_kernel == "tri5sem" else 1.0
-    n_grid = N_GRID + tuple(range(max(N_GRID) + 500, rank + 1, 500))  # n up to the rank
     hd = load_hodosh_data(data)
     system = HodoshKCCA(text_kernel, image_kernel, power=power, diag_factor=diag_factor,
-                        rank=rank, n_landmarks=landmarks, n_grid=n_grid).fit(hd)
+                        rank=rank, n_landmarks=landmarks, n_grid=n_grid_for(rank)).fit(hd)
     system.save(out)
     best = {
         task: max(system.dev_grid_, key=lambda r, t=task: r[t]["R@5"] + r[t]["R@10"])

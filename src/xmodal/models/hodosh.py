@@ -554,7 +554,12 @@ SYSTEMS: dict[str, tuple[str | None, str, float, float]] = {
 
 # Systems with other sizes than the defaults: the "-full" systems use every training image as a
 # landmark (the exact 6,000 x 6,000 image and text kernels, as in the paper) and rank 3,000.
-FULL_SIZE = {"n_landmarks": 6000, "rank": 3000, "n_grid": N_GRID + (2500, 3000)}
+def n_grid_for(rank: int) -> tuple[int, ...]:
+    """The dev grid of projection dimensions n, extended in steps of 500 up to ``rank``."""
+    return N_GRID + tuple(range(max(N_GRID) + 500, rank + 1, 500))
+
+
+FULL_SIZE = {"n_landmarks": 6000, "rank": 3000, "n_grid": n_grid_for(3000)}
 SYSTEM_SIZES: dict[str, dict[str, Any]] = {
     name: FULL_SIZE for name in SYSTEMS if name.endswith("-full")
 }
