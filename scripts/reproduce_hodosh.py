@@ -558,6 +558,11 @@ def main() -> None:
     plot_recall_curves(res, Path(args.out).parent / "figures" / "hodosh_recall_at_k.png")
     ranks = res.pop("_gold_ranks")
     (_root() / "results.json").write_text(json.dumps(res, indent=1, default=float))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from benchmarks._record import record
+
+    record("hodosh_reproduction", json.loads(json.dumps(
+        {k: res[k] for k in ("systems", "metrics", "expert") if k in res}, default=float)))
     res["_gold_ranks"] = ranks
     cmd = "python scripts/reproduce_hodosh.py"
     if args.systems != DEFAULT_SYSTEMS:
