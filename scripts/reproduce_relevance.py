@@ -101,14 +101,24 @@ def select(grid: list[dict], evaluate) -> tuple[dict, list[dict]]:
 # --------------------------------------------------------------------------- Corel5K
 
 
-def corel_cmrm_cv(b, y, kw, seed: int = 0, folds: int = 5) -> list[dict]:
+# the grid of the first calibrated-CMRM rows (word-prior power up to 0.3)
+CV_GRID = {"temperature": (0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0), "alpha": (0.1, 0.2, 0.3),
+           "beta": (0.1, 0.3, 0.5), "prior_power": (0.0, 0.1, 0.2, 0.3)}
+# the pre-registered wide grid: word-prior power up to 1 (score P(w|image) / P(w)) and
+# temperature down to 0.2, fixed before any test evaluation of it (see corel_nested_cv.py)
+WIDE_CV_GRID = {"temperature": (0.2, 0.3, 0.4, 0.5, 0.7, 1.0), "alpha": (0.1, 0.3),
+                "beta": (0.1, 0.3), "prior_power": (0.0, 0.2, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)}
+
+
+WIDE_LABEL = "wide grid, best CV F1, pre-registered"
+
+
+def corel_cmrm_cv(b, y, kw, seed: int = 0, folds: int = 5, grid: dict = CV_GRID) -> list[dict]:
     """CMRM with posterior temperature and word-prior power: mean annotation metrics over a
     ``folds``-fold cross-validation on the training images (vocabulary of each held-out fold:
-    its words also seen in the other folds)."""
+    its words also seen in the other folds), for every setting of ``grid``."""
     from scipy.special import logsumexp
 
-    grid = {"temperature": (0.3, 0.4, 0.5, 0.6, 0.7, 0.85, 1.0), "alpha": (0.1, 0.2, 0.3),
-            "beta": (0.1, 0.3, 0.5), "prior_power": (0.0, 0.1, 0.2, 0.3)}
     parts = np.array_split(np.random.default_rng(seed).permutation(len(b)), folds)
     acc: dict = {}
     for f, va in enumerate(parts):
@@ -275,7 +285,13 @@ def corel_experiment(seed: int = 0) -> dict:
     out["selection"]["cmrm_cv"] = cv_rows
     out["selected_cmrm_cv"] = {"mean_F1": {k: cv_f1[k] for k in keys},
                                "paper_row": {k: cv_paper[k] for k in keys} if cv_paper else None}
-    for label, r in (("best CV F1", cv_f1), ("CV paper-row operating point", cv_paper)):
+    log("Corel5K: the pre-registered wide grid, 5-fold cross-validation on training")
+    wide_rows = corel_cmrm_cv(b, y, kw, seed, grid=WIDE_CV_GRID)
+    cv_wide = max(wide_rows, key=lambda r: (r["mean_F1"], r["n_words_recall_gt0"]))
+    out["selection"]["cmrm_cv_wide"] = wide_rows
+    out["selected_cmrm_cv"]["wide_grid_mean_F1"] = {k: cv_wide[k] for k in keys}
+    for label, r in (("best CV F1", cv_f1), ("CV paper-row operating point", cv_paper),
+                     (WIDE_LABEL, cv_wide)):
         if r is None:
             continue
         p = {k: r[k] for k in keys}
@@ -659,15 +675,15 @@ def _nested_cv_section() -> list[str]:
     if not NESTED.is_file():
         return []
     nested = json.loads(NESTED.read_text())
-    cal = [v for k, v in nested["summary"].items() if k.startswith("calibrated")]
-    n_folds = max(v["folds"] for v in nested["summary"].values())
-    p_lo = min(f["results"][k]["mean_P"] for f in nested["folds"] for k in f["results"]
-               if k.startswith("calibrated"))
-    p_hi = max(f["results"][k]["mean_P"] for f in nested["folds"] for k in f["results"]
-               if k.startswith("calibrated"))
+    summ = nested["summary"]
+    wide_name = next((k for k in summ if "pre-registered" in k), None)
+    old = [k for k in summ if k.startswith("calibrated") and k != wide_name]
+    cal = [summ[k] for k in old]
+    n_folds = max(v["folds"] for v in summ.values())
+    p_old = [f["results"][k]["mean_P"] for f in nested["folds"] for k in old]
     out = ["### Nested cross-validation of the selection rules (training set only)", "",
            "Because the paper-row rule was adopted after the F1 rule's test precision had been "
-           f"seen, both rules were checked without the test set: `{nested['command']}` "
+           f"seen, the rules were checked without the test set: `{nested['command']}` "
            f"({nested['elapsed_s'] / 60:.0f} min, commit {nested['git_commit']}; "
            "`benchmarks/results/corel_nested_cv.json`) cuts the 4,500 training images into "
            f"{n_folds} outer folds of 500 (the test set's size), applies each rule to a 5-fold CV "
@@ -676,19 +692,19 @@ def _nested_cv_section() -> list[str]:
            "| Model (rule applied inside each outer fold) | folds meeting the paper's CMRM row "
            "| #words R>0 (mean, min) | mean R (mean, min) | mean P (mean, min) |",
            "|---|---|---|---|---|"]
-    for n, v in nested["summary"].items():
+    for n, v in summ.items():
         out.append(f"| {n} | {v['meets_paper_row']} / {v['folds']} | "
                    f"{v['n_words_recall_gt0_mean']:.1f}, {v['n_words_recall_gt0_min']:.0f} | "
                    f"{v['mean_R_mean']:.3f}, {v['mean_R_min']:.3f} | "
                    f"{v['mean_P_mean']:.3f}, {v['mean_P_min']:.3f} |")
-    out += ["", "**What this says.** On unseen images of the training distribution the "
-            f"calibrated CMRM's mean precision is about {np.mean([v['mean_P_mean'] for v in cal]):.2f} "
-            f"({p_lo:.3f}-{p_hi:.3f} across folds and rules), and the rules reach all three "
-            "numbers of the paper's CMRM row in "
-            + " and ".join(f"{v['meets_paper_row']}" for v in cal) + f" of {n_folds} folds. "
-            "The test-set precision of the paper-row rule is at the favourable end of that "
-            "spread. So what this report supports is: CMRM on this data reaches the paper's "
-            "words-with-recall and mean recall, but not robustly its mean precision of 0.10. "
+    out += ["", "**What this says about the first two rules.** On unseen images of the training "
+            "distribution their mean precision is about "
+            f"{np.mean([v['mean_P_mean'] for v in cal]):.2f} ({min(p_old):.3f}-{max(p_old):.3f} "
+            "across folds and rules), and they reach all three numbers of the paper's CMRM row "
+            "in " + " and ".join(f"{v['meets_paper_row']}" for v in cal) + f" of {n_folds} "
+            "folds. The test-set precision of the paper-row rule is at the favourable end of "
+            "that spread: these rules reach the paper's words-with-recall and mean recall, but "
+            "not robustly its mean precision of 0.10. "
             "Plain CMRM with Dirichlet instead of Jelinek-Mercer smoothing was also tried on "
             "5 training folds (word / blob priors m in {0.3, 1, 3, 10} x {1, 3, 10, 30, 100}): "
             "its best mean precision was 0.079, below the calibrated model's. Two other blob "
@@ -697,6 +713,41 @@ def _nested_cv_section() -> list[str]:
             "setting P 0.075, R 0.096) and a multiple-Bernoulli likelihood that also scores "
             "absent blobs (P 0.073, R 0.099), against P 0.079, R 0.100 for the calibrated CMRM "
             "on the same folds.", ""]
+    if wide_name:
+        w, sel = summ[wide_name], nested.get("preregistered_full_training_selection", {})
+        grid = nested.get("wide_grid", {})
+        per_fold = [f["results"][wide_name]["params"] for f in nested["folds"]]
+        out += [
+            "#### The pre-registered wide-grid rule",
+            "",
+            "The first grid stopped at a word-prior power g of 0.3. Fixed-setting runs on the "
+            "nine outer folds of the training set (an exploration, no test data) showed that "
+            "precision and recall both keep rising up to g of about 0.8 at a low temperature, "
+            "where the score P(w | image) / P(w)^g approaches the likelihood ratio "
+            "P(image | w) / P(image). So a new rule was fixed **before any test evaluation of "
+            "it**: the same CMRM (Jeon et al.'s Jelinek-Mercer formulation, with "
+            "temperature and word-prior power), the grid "
+            + ", ".join(f"{k} {tuple(v)}" for k, v in grid.items())
+            + ", and the standard criterion, best mean F1 over a 5-fold CV of the training "
+            "set. Nothing about the paper's row enters the rule.",
+            "",
+            f"- Nested CV (table above): it meets the paper's CMRM row in "
+            f"{w['meets_paper_row']} of {w['folds']} outer folds, mean {w['n_words_recall_gt0_mean']:.1f}"
+            f" words / R {w['mean_R_mean']:.3f} / P {w['mean_P_mean']:.3f} (lowest fold P "
+            f"{w['mean_P_min']:.3f}), against 2 of 9 for the earlier rules. The settings it "
+            "picks in the nine folds: " + "; ".join(
+                f"t {p['temperature']}, g {p['prior_power']}, beta {p['beta']}"
+                for p in per_fold) + ".",
+            f"- Applied to all 4,500 training images (seed 0), the rule selects {sel}. The "
+            "temperature is at the low end of the grid; a training-only check with t in "
+            "{0.1, 0.15, 0.2} and g up to 1.2 still picks t 0.2, g 0.8.",
+            "- This section, the grid, the rule and the selected setting were committed before "
+            "the single test evaluation; its result is the row 'CMRM + temperature + "
+            f"word-prior normalisation ({WIDE_LABEL})' in the Corel5K table above (absent "
+            "until that run).",
+            "- Caveat: the grid's range was chosen after looking at the outer folds, so the "
+            "nested-CV numbers for this rule are somewhat optimistic; the test set was not "
+            "used for it.", ""]
     return out
 
 

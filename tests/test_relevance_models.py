@@ -311,7 +311,6 @@ def test_corel5k_calibrated_cmrm_reaches_the_paper_cmrm_row(corel5k_root):
     folds only) against Table 1's CMRM row over the 260 test words seen in training."""
     from xmodal.data import load_corel5k
     from xmodal.eval.metrics import annotation_metrics
-    from xmodal.eval.metrics import annotation_metrics
     from xmodal.models.relevance import COREL_CMRM_CALIBRATED
 
     d = load_corel5k(corel5k_root)
