@@ -111,6 +111,8 @@ WIDE_CV_GRID = {"temperature": (0.2, 0.3, 0.4, 0.5, 0.7, 1.0), "alpha": (0.1, 0.
 
 
 WIDE_LABEL = "wide grid, best CV F1, pre-registered"
+CRM_WIDE_NAME = ("CRM on blob embeddings + temperature + word-prior normalisation "
+                 "(best CV F1, pre-registered)")
 
 
 def corel_cmrm_cv(b, y, kw, seed: int = 0, folds: int = 5, grid: dict = CV_GRID) -> list[dict]:
@@ -137,13 +139,58 @@ def corel_cmrm_cv(b, y, kw, seed: int = 0, folds: int = 5, grid: dict = CV_GRID)
                         acc.setdefault((t, a, be, g), []).append(
                             [r["n_words_recall_gt0"], r["mean_R"], r["mean_P"], r["mean_F1"]])
         log(f"  CMRM cross-validation: fold {f + 1}/{folds} done")
+    return _cv_rows(acc, ("temperature", "alpha", "beta", "prior_power"))
+
+
+def _cv_rows(acc: dict, keys: tuple[str, ...]) -> list[dict]:
+    """Fold means of [#words R>0, mean R, mean P, mean F1] per setting, as table rows."""
     rows = []
-    for (t, a, be, g), v in acc.items():
+    for setting, v in acc.items():
         v = np.mean(v, axis=0)
-        rows.append({"temperature": t, "alpha": a, "beta": be, "prior_power": g,
+        rows.append({**dict(zip(keys, setting)),
                      "n_words_recall_gt0": round(float(v[0]), 1), "mean_R": round(float(v[1]), 4),
                      "mean_P": round(float(v[2]), 4), "mean_F1": round(float(v[3]), 4)})
     return rows
+
+
+# the pre-registered CRM grid (blob embedding of 64 dimensions, as selected for the CRM row):
+# kernel bandwidth, Dirichlet mass, posterior temperature and word-prior power
+CRM_WIDE_CV_GRID = {"beta": (0.05, 0.1, 0.15, 0.2), "mu": (0.3, 1.0),
+                    "temperature": (0.15, 0.3, 0.5, 1.0),
+                    "prior_power": (0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)}
+CRM_KEYS = ("beta", "mu", "temperature", "prior_power")
+
+
+def corel_crm_cv(b, y, kw, seed: int = 0, folds: int = 5,
+                 grid: dict = CRM_WIDE_CV_GRID, dim: int = 64) -> list[dict]:
+    """The CRM on blob embeddings (temperature and word-prior power added): mean annotation
+    metrics over a ``folds``-fold cross-validation on the training images, as
+    :func:`corel_cmrm_cv`; the blob embedding is learned on each fold's training part."""
+    from scipy.special import logsumexp
+
+    parts = np.array_split(np.random.default_rng(seed).permutation(len(b)), folds)
+    acc: dict = {}
+    for f, va in enumerate(parts):
+        va = np.sort(va)
+        tr = np.setdiff1d(np.arange(len(b)), va)
+        mask = y[tr].sum(0) > 0
+        emb = blob_embedding(b[tr], y[tr], dim=dim)
+        model = CRM(standardize=False).fit(blob_regions(b[tr], emb), y[tr], kw)
+        regions = blob_regions(b[va], emb)
+        for be in grid["beta"]:
+            model.set_params(beta=be, temperature=1.0)
+            lp = model.log_posterior(regions)
+            for t in grid["temperature"]:
+                lpt = t * lp - logsumexp(t * lp, axis=1, keepdims=True)
+                for mu in grid["mu"]:
+                    model.set_params(mu=mu)
+                    for g in grid["prior_power"]:
+                        model.prior_power = g
+                        r = annotation(model.word_scores_from_posterior(lpt), y[va], kw, mask)
+                        acc.setdefault((be, mu, t, g), []).append(
+                            [r["n_words_recall_gt0"], r["mean_R"], r["mean_P"], r["mean_F1"]])
+        log(f"  CRM cross-validation: fold {f + 1}/{folds} done")
+    return _cv_rows(acc, CRM_KEYS)
 
 
 def corel_cmrm_checks(d) -> list[dict]:
@@ -297,6 +344,15 @@ def corel_experiment(seed: int = 0) -> dict:
         p = {k: r[k] for k in keys}
         runs[f"CMRM + temperature + word-prior normalisation ({label})"] = (
             CMRM(**p, smoothing="jm").fit(b, y, kw), d.blobs_test, p)
+    log("Corel5K: the pre-registered CRM grid, 5-fold cross-validation on training")
+    crm_cv = corel_crm_cv(b, y, kw, seed)
+    crm_sel = max(crm_cv, key=lambda r: (r["mean_F1"], r["n_words_recall_gt0"]))
+    crm_p = {k: crm_sel[k] for k in CRM_KEYS}
+    out["selection"]["crm_cv_wide"] = crm_cv
+    out["selected_crm_cv"] = crm_p
+    emb64 = blob_embedding(b, y, dim=64)
+    runs[CRM_WIDE_NAME] = (CRM(**crm_p, standardize=False).fit(blob_regions(b, emb64), y, kw),
+                           blob_regions(d.blobs_test, emb64), {"dim": 64, **crm_p})
     word_mask = y.sum(0) > 0  # test words also seen in training: the paper's 260
     out["cmrm_checks"] = corel_cmrm_checks(d)
     t_g = ((1.0, 0.0),) + (((cv_paper["temperature"], 0.0),
@@ -527,8 +583,32 @@ def _summary(results: dict) -> list[str]:
             f"{cm['mean_R']:.3f} (paper 0.09), mean precision {cm['mean_P']:.3f} (paper 0.10) "
             f"over {cm['n_words']} test words (those also seen in training). Words and recall "
             "reach the paper's CMRM row, precision does not; no Jelinek-Mercer setting of the "
-            "plain model reached both (the formulation matches Jeon et al.; see 'Why CMRM "
+            "plain model reached both (the formulation matches Jeon et al.; see 'Why plain CMRM "
             "precision falls short' below).")
+    wide = corel.get(f"CMRM + temperature + word-prior normalisation ({WIDE_LABEL})", {})
+    if wide.get("annotation"):
+        a, r = wide["annotation"], wide["retrieval"]["all"]
+        ok = a["n_words_recall_gt0"] >= 66 and a["mean_R"] >= 0.09 and a["mean_P"] >= 0.10
+        nested = json.loads(NESTED.read_text()) if NESTED.is_file() else {}
+        w = next((v for k, v in nested.get("summary", {}).items() if "pre-registered" in k),
+                 None)
+        out.append(
+            f"- **Corel5K, pre-registered calibrated CMRM** (posterior temperature and "
+            "word-prior power over a wide grid, chosen by best mean F1 in 5-fold CV on the "
+            "training set and committed before its single test evaluation; `xmodal eval -p "
+            f"corel5k -m cmrm-wide`): {a['n_words_recall_gt0']} words with recall > 0, mean "
+            f"recall {a['mean_R']:.3f}, mean precision {a['mean_P']:.3f} over {a['n_words']} "
+            "words"
+            + (", which reaches the paper's CMRM row (66, 0.09, 0.10)" if ok else
+               ", still below the paper's CMRM row (66, 0.09, 0.10)")
+            + f"; retrieval MAP {r['MAP']:.3f}."
+            + (f" Nested CV on the training set (the rule re-run inside each of "
+               f"{w['folds']} outer folds of 500 images) meets the row in {w['meets_paper_row']} "
+               f"of {w['folds']} folds, mean P {w['mean_P_mean']:.3f} (lowest "
+               f"{w['mean_P_min']:.3f}): the row is reached on average, not in every sample "
+               "of 500 images." if w else "")
+            + " Temperature and word-prior power are not in Jeon et al.; this is a modified "
+            "CMRM (see 'Nested cross-validation of the selection rules').")
     cal = corel.get("CMRM + temperature + word-prior normalisation "
                     "(CV paper-row operating point)", {}).get("annotation")
     f1 = corel.get("CMRM + temperature + word-prior normalisation (best CV F1)",
@@ -537,8 +617,8 @@ def _summary(results: dict) -> list[str]:
         ok = (cal["n_words_recall_gt0"] >= 66 and cal["mean_R"] >= 0.09
               and cal["mean_P"] >= 0.10)
         out.append(
-            f"- Corel5K, CMRM with a flattened posterior (temperature) and word-prior "
-            f"normalisation, both chosen by 5-fold cross-validation on the training set: "
+            f"- Corel5K, the first calibrated CMRM rows (temperature and word-prior "
+            f"normalisation, chosen by 5-fold cross-validation on the training set): "
             f"{cal['n_words_recall_gt0']} words, mean recall {cal['mean_R']:.3f}, mean "
             f"precision {cal['mean_P']:.3f} at the paper-row operating point (highest CV "
             "precision among settings with >= 66 words and recall >= 0.09 in CV)"
@@ -546,19 +626,35 @@ def _summary(results: dict) -> list[str]:
                ", still below the paper's CMRM row")
             + (f"; selecting by CV mean F1 instead gives {f1['n_words_recall_gt0']} words, R "
                f"{f1['mean_R']:.3f}, P {f1['mean_P']:.3f}" if f1 else "")
-            + ". These two knobs are not in Jeon et al.; the row is a modified CMRM."
-            + (" Nested cross-validation on the training set shows that the precision margin "
-               "is not robust (see 'Nested cross-validation of the selection rules')."
-               if NESTED.is_file() else ""))
+            + ". Nested cross-validation on the training set shows that the precision margin "
+            "of these two earlier rules (grid with word-prior power up to 0.3) is not robust.")
     if crm.get("annotation"):
         a, r = crm["annotation"], crm["retrieval"]["all"]
         out.append(
-            f"- Corel5K, CRM on blob embeddings (our best Corel model): "
+            f"- Corel5K, CRM on blob embeddings: "
             f"{a['n_words_recall_gt0']} words, mean recall {a['mean_R']:.3f}, mean precision "
             f"{a['mean_P']:.3f}, retrieval MAP {r['MAP']:.3f} over {r['n_queries']} queries. "
-            "It beats CMRM on precision and on retrieval at every query length, but stays "
-            "below the paper's CRM row (107 words, 0.19 / 0.16), which used continuous "
+            "It beats plain CMRM on precision and on retrieval at every query length, but "
+            "stays below the paper's CRM row (107 words, 0.19 / 0.16), which used continuous "
             "36-d region features that this distribution of Corel5K does not contain.")
+    crm_wide = corel.get(CRM_WIDE_NAME, {})
+    if crm_wide.get("annotation"):
+        a, r = crm_wide["annotation"], crm_wide["retrieval"]["all"]
+        reached = (a["n_words_recall_gt0"] >= 107 and a["mean_R"] >= 0.19
+                   and a["mean_P"] >= 0.16)
+        out.append(
+            "- **Corel5K, our best model: the CRM on blob embeddings with temperature and "
+            "word-prior power** (pre-registered like the CMRM above; `xmodal eval -p corel5k "
+            f"-m crm-wide`): {a['n_words_recall_gt0']} words, mean recall {a['mean_R']:.3f}, "
+            f"mean precision {a['mean_P']:.3f}, F1 {a['mean_F1']:.3f}, retrieval MAP "
+            f"{r['MAP']:.3f}. "
+            + ("It reaches the paper's CRM row (107, 0.19, 0.16)." if reached else
+               "The goal, the paper's CRM row (107 words, R 0.19, P 0.16), is not reached ("
+               + ", ".join(f"{name} {have:.3g} vs {want:.3g}" for name, have, want in (
+                   ("words", a["n_words_recall_gt0"], 107), ("R", a["mean_R"], 0.19),
+                   ("P", a["mean_P"], 0.16)) if have < want)
+               + "). The paper's CRM used continuous region features; this data has only "
+               "blob ids."))
     fl = results.get("flickr", {}).get("models", {})
     if fl:
         best = max(fl.items(), key=lambda kv: kv[1]["annotation"]["mean_F1"])
@@ -596,7 +692,7 @@ def _cmrm_checks_section(corel: dict) -> list[str]:
         return []
     bar = "\\|"  # a literal | inside a Markdown table cell
     out = [
-        "### Why CMRM precision falls short", "",
+        "### Why plain CMRM precision falls short", "",
         ("Checks of the formulation against Jeon et al. 2003 (P(w, b_1..b_m) = sum_J P(J) "
          "P(w|J) prod_i P(b_i|J), Jelinek-Mercer smoothing) on the test set at fixed settings:"),
         "",
@@ -748,6 +844,37 @@ def _nested_cv_section() -> list[str]:
             "- Caveat: the grid's range was chosen after looking at the outer folds, so the "
             "nested-CV numbers for this rule are somewhat optimistic; the test set was not "
             "used for it.", ""]
+    crm = nested.get("crm")
+    if crm:
+        (name, w), = crm["summary"].items()
+        per_fold = [f["results"][name]["params"] for f in crm["folds"]]
+        out += [
+            "#### The pre-registered CRM rule",
+            "",
+            "The same two knobs were then tried on the CRM over blob embeddings (64-d "
+            "embedding, as selected for its row), again on the outer folds of the training set "
+            "only: with a temperature of 0.15-0.3 and a word-prior power of about 0.6 it beat "
+            "the wide-grid CMRM on every metric there. Fixed before its single test "
+            "evaluation: the grid " + ", ".join(f"{k} {tuple(v)}" for k, v in
+                                                 crm["grid"].items())
+            + " and the best mean F1 over a 5-fold CV of the training set (the blob embedding "
+            f"re-learned on each fold's training part). `{crm['command']}` "
+            f"({crm['elapsed_s'] / 60:.0f} min, commit {crm['git_commit']}):",
+            "",
+            f"- Nested CV: it meets the paper's CMRM row in {w['meets_paper_row']} of "
+            f"{w['folds']} outer folds, mean {w['n_words_recall_gt0_mean']:.1f} words / R "
+            f"{w['mean_R_mean']:.3f} / P {w['mean_P_mean']:.3f} (lowest fold P "
+            f"{w['mean_P_min']:.3f}); the paper's CRM row (107, 0.19, 0.16) is not reached in "
+            "any fold" + ("" if not any(
+                f["results"][name]["n_words_recall_gt0"] >= 107
+                and f["results"][name]["mean_R"] >= 0.19 and f["results"][name]["mean_P"] >= 0.16
+                for f in crm["folds"]) else " (it is in some folds)") + ". Settings picked in "
+            "the nine folds: " + "; ".join(
+                f"beta {p['beta']}, mu {p['mu']}, t {p['temperature']}, g {p['prior_power']}"
+                for p in per_fold) + ".",
+            f"- Applied to all 4,500 training images (seed 0) the rule selects "
+            f"{crm['preregistered_full_training_selection']}; its test result is the row "
+            f"'{CRM_WIDE_NAME}' in the tables above (absent until that run).", ""]
     return out
 
 

@@ -114,6 +114,36 @@ def test_crm_matches_the_formula():
             assert qs[qi, i] == pytest.approx(math.log(p_q / p_img), rel=1e-5)
 
 
+def test_crm_temperature_and_word_prior_by_the_formula(tmp_path):
+    """CRM with temperature t and word-prior power g: P(w | image) proportional to
+    sum_J P(w|J) P(regions|J)^t / P(w)^g, and the query likelihood tempered the same way,
+    written with loops; saved and loaded models keep both."""
+    rng = np.random.default_rng(5)
+    regions_tr = [rng.normal(size=(rng.integers(1, 4), 3)) for _ in range(8)]
+    labels_tr = rng.random((8, 4)) < 0.4
+    labels_tr[:, 0] |= ~labels_tr.any(1)
+    test = [rng.normal(size=(2, 3))]
+    beta, mu, t, g = 0.7, 1.5, 0.3, 0.8
+    like = np.array([np.prod([np.mean([math.exp(-((r - gi) ** 2).sum() / (beta * 3))
+                                       for gi in reg]) for r in test[0]])
+                     for reg in regions_tr]) ** t
+    p_bg = labels_tr.sum(0) / labels_tr.sum()
+    pw = np.array([[(mu * p_bg[w] + y[w]) / (mu + y.sum()) for w in range(4)] for y in labels_tr])
+    prior = (labels_tr.sum(0) + 1.0) / (len(labels_tr) + 2.0)
+    expected = (like @ pw) / prior**g
+    m = CRM(beta=beta, mu=mu, standardize=False, temperature=t, prior_power=g)
+    m.fit(regions_tr, labels_tr)
+    np.testing.assert_allclose(m.word_scores(test)[0], expected / expected.sum(), rtol=1e-5)
+    q = [1, 2]
+    expected_q = math.log((like * pw[:, 1] * pw[:, 2]).sum() / like.sum())
+    assert m.query_scores([q], test)[0, 0] == pytest.approx(expected_q, rel=1e-5)
+    back = load_model(m.save(tmp_path / "crm"))
+    assert (back.temperature, back.prior_power) == (t, g)
+    np.testing.assert_allclose(back.word_scores(test), m.word_scores(test), rtol=1e-3)
+    with pytest.raises(XmodalError, match="temperature"):
+        CRM(temperature=-1.0).fit(regions_tr, labels_tr)
+
+
 def test_crm_far_regions_do_not_underflow():
     rng = np.random.default_rng(0)
     tr = rng.normal(size=(6, 4, 5))
@@ -340,6 +370,40 @@ def test_calibrated_cmrm_is_registered_with_its_cv_settings(corel5k_root):
     np.testing.assert_allclose(s, ref.word_scores(d.blobs_test), rtol=1e-9)
     r = annotation_metrics(s, d.labels_test, n=5, word_mask=d.labels_train.sum(0) > 0)
     assert (r["n_words_recall_gt0"], round(r["mean_R"], 3), round(r["mean_P"], 3)) == (77, 0.112, 0.108)
+
+
+def test_preregistered_wide_grid_cmrm_reaches_the_paper_cmrm_row(corel5k_root):
+    """``xmodal eval -p corel5k -m cmrm-wide`` scores with the pre-registered setting
+    (COREL_CMRM_WIDE, chosen on training folds only); the report's paper metrics (Table 1: top-5
+    annotation of the 260 test words seen in training; Table 2: retrieval by query length) match
+    a direct computation and reach Table 1's CMRM row (66 words, R 0.09, P 0.10)."""
+    from xmodal.data import load_corel5k
+    from xmodal.eval.metrics import annotation_metrics, retrieval_metrics
+    from xmodal.eval.protocols import get_protocol
+    from xmodal.eval.runner import run_eval
+    from xmodal.models.registry import get_scorer
+    from xmodal.models.relevance import COREL_CMRM_WIDE, query_relevance, word_combination_queries
+
+    d = load_corel5k(corel5k_root)
+    report = run_eval(get_protocol("corel5k", corel5k_root), get_scorer("cmrm-wide", "corel5k"))
+    pm = report["paper_metrics"]
+    m = CMRM(**COREL_CMRM_WIDE).fit(d.blobs_train, d.labels_train, d.keywords)
+    r = annotation_metrics(m.word_scores(d.blobs_test), d.labels_test, n=5,
+                           word_mask=d.labels_train.sum(0) > 0)
+    for k in ("n_words", "n_words_recall_gt0", "mean_R", "mean_P", "best49_mean_R"):
+        assert pm["annotation_top5"][k] == pytest.approx(r[k], rel=1e-9)
+    assert r["n_words"] == 260
+    assert r["n_words_recall_gt0"] >= 66 and r["mean_R"] >= 0.09 and r["mean_P"] >= 0.10
+    assert (r["n_words_recall_gt0"], round(r["mean_R"], 3), round(r["mean_P"], 3)) == (79, 0.133, 0.124)
+    queries = word_combination_queries(d.labels_test, max_len=4, min_count=2)
+    two = [q for q in queries if len(q) == 2]
+    direct = retrieval_metrics(m.query_scores([list(q) for q in two], d.blobs_test),
+                               query_relevance(two, d.labels_test), ks=(5,))
+    by_len = pm["retrieval_by_query_length"]
+    assert by_len["2"]["n_queries"] == len(two)
+    assert by_len["2"]["MAP"] == pytest.approx(direct["MAP"], rel=1e-9)
+    assert by_len["2"]["P@5"] == pytest.approx(direct["P@5"], rel=1e-9)
+    assert sum(v["n_queries"] for v in by_len.values()) == len(queries)
 
 
 def test_saved_corel_crm_directory_scores_like_the_registered_model(corel5k_root, tmp_path):

@@ -93,7 +93,27 @@ def eval_command(
         ]
         table.add_row(name, *cells, str(report["n_queries"][name]))
     console.print(table)
+    _print_paper_metrics(report.get("paper_metrics") or {})
     console.print(f"[dim]metrics as percentages; medR is a rank. {report['elapsed_s']:.2f} s[/]")
+
+
+def _print_paper_metrics(pm: dict) -> None:
+    """The protocol's own paper metrics (corel5k: Lavrenko et al.'s Tables 1 and 2)."""
+    ann = pm.get("annotation_top5")
+    if ann:
+        console.print(
+            f"top-5 annotation: {ann['n_words_recall_gt0']} of {ann['n_words']} words with "
+            f"recall > 0 · mean R {100 * ann['mean_R']:.1f} · mean P {100 * ann['mean_P']:.1f}"
+            f" · 49 best words R {100 * ann['best49_mean_R']:.1f} / P "
+            f"{100 * ann['best49_mean_P']:.1f}")
+    by_len = pm.get("retrieval_by_query_length")
+    if by_len:
+        t = Table(title="retrieval by query length")
+        for col in ("words", "queries", "P@5", "MAP"):
+            t.add_column(col, justify="right")
+        for n, v in by_len.items():
+            t.add_row(n, str(v["n_queries"]), f"{100 * v['P@5']:.1f}", f"{100 * v['MAP']:.1f}")
+        console.print(t)
 
 
 @app.command("protocols")

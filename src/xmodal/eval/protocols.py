@@ -43,6 +43,9 @@ class Protocol:
     dataset: Any = None  # the loaded dataset, for models that need training data
     notes: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    # the source paper's own metrics, computed from the direction score matrices
+    # ({"i2t": S, "t2i": S}); their dict goes to the report's "paper_metrics"
+    paper_metrics: Callable[[dict[str, np.ndarray]], dict[str, Any]] | None = None
 
 
 def pairs_to_relevance(

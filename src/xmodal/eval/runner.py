@@ -66,6 +66,8 @@ def evaluate(
         per[name] = pq
         if with_curves:
             report.setdefault("curves", {})[name] = curves(s, d.query_relevance)
+    if protocol.paper_metrics is not None:
+        report["paper_metrics"] = protocol.paper_metrics(scores)
     report["metrics_s"] = time.perf_counter() - t0
     if per_query:
         report["per_query"] = {

@@ -242,9 +242,16 @@ class _RelevanceModel:
         raise NotImplementedError
 
     def log_posterior(self, images) -> np.ndarray:
-        """log P(J | image) for every test image (rows) and training image J (columns)."""
+        """log P(J | image) for every test image (rows) and training image J (columns).
+
+        With ``temperature`` t != 1 (not in the papers; default 1) the posterior is
+        proportional to P(image | J)^t: t < 1 flattens an over-confident posterior, which
+        changes both annotation and retrieval."""
         self._check_fitted()
         ll = self._image_loglik(images)
+        t = getattr(self, "temperature", 1.0)
+        if t != 1.0:
+            ll = ll * t
         return ll - logsumexp(ll, axis=1, keepdims=True)
 
     def word_scores(self, images) -> np.ndarray:
@@ -387,9 +394,7 @@ class CMRM(_RelevanceModel):
             raise XmodalError(
                 f"expected blobs of shape (n, {self.log_pb_.shape[1]}), got {b.shape}"
             )
-        ll = b @ self.log_pb_.T
-        t = getattr(self, "temperature", 1.0)
-        return ll * t if t != 1.0 else ll
+        return b @ self.log_pb_.T
 
     def _config(self) -> dict:
         return {"alpha": self.alpha, "beta": self.beta, "smoothing": self.smoothing,
@@ -421,7 +426,9 @@ class CRM(_RelevanceModel):
     Features are standardised with the training mean and standard deviation (``standardize``),
     then P(r|J) = 1/n_J sum_i exp(-||r - g_i||^2 / (beta * dim)) up to a constant (dividing by
     the dimension makes ``beta`` comparable across feature sets). ``mu`` is the Dirichlet prior
-    mass of the word model. ``chunk`` bounds memory: test regions handled at once.
+    mass of the word model. ``temperature`` and ``prior_power`` (not in the paper) are the
+    posterior flattening and word-prior normalisation of :class:`CMRM`. ``chunk`` bounds memory:
+    test regions handled at once.
     """
 
     kind = "crm"
@@ -433,18 +440,22 @@ class CRM(_RelevanceModel):
         standardize: bool = True,
         prior_power: float = 0.0,
         chunk: int = 2048,
+        temperature: float = 1.0,
     ):
         self.beta = beta
         self.mu = mu
         self.standardize = standardize
         self.prior_power = prior_power
         self.chunk = chunk
+        self.temperature = temperature
 
     def fit(self, regions, labels, vocabulary: Sequence[str] | None = None) -> CRM:
         r = as_region_sets(regions)
         y = _as_labels(labels, len(r))
         if np.any(r.counts == 0):
             raise XmodalError("every training image needs at least one region")
+        if not self.temperature > 0:
+            raise XmodalError(f"temperature must be > 0, not {self.temperature!r}")
         feats = np.asarray(r.features, dtype=np.float64)
         if self.standardize:
             self.mean_ = feats.mean(0)
@@ -470,7 +481,7 @@ class CRM(_RelevanceModel):
     def set_params(self, **params) -> CRM:
         """Change ``beta`` / ``mu`` of a fitted model without refitting the region store."""
         for k, v in params.items():
-            if k not in ("beta", "mu", "standardize", "prior_power", "chunk"):
+            if k not in ("beta", "mu", "standardize", "prior_power", "chunk", "temperature"):
                 raise XmodalError(f"unknown CRM parameter {k!r}")
             setattr(self, k, v)
         if "mu" in params and hasattr(self, "word_counts_"):
@@ -523,7 +534,7 @@ class CRM(_RelevanceModel):
 
     def _config(self) -> dict:
         return {"beta": self.beta, "mu": self.mu, "standardize": self.standardize,
-                "prior_power": self.prior_power}
+                "prior_power": self.prior_power, "temperature": self.temperature}
 
     def _arrays(self) -> dict[str, np.ndarray]:
         # float16 keeps saved models small; scoring runs in float32/float64
@@ -538,7 +549,8 @@ class CRM(_RelevanceModel):
     @classmethod
     def load(cls, path: str | os.PathLike) -> CRM:
         config, arrays = _read(path, cls.kind)
-        m = cls(config["beta"], config["mu"], config["standardize"], config["prior_power"])
+        m = cls(config["beta"], config["mu"], config["standardize"], config["prior_power"],
+                temperature=config.get("temperature", 1.0))
         m.regions_ = arrays["regions"].astype(np.float32)
         m.offsets_ = arrays["offsets"].astype(np.int64)
         m.mean_ = arrays["mean"].astype(np.float64)
