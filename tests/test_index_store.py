@@ -56,6 +56,33 @@ def photos(tmp_path):
     return root
 
 
+def test_big_camera_jpegs_are_indexed_and_big_pngs_refused_with_the_limit(tmp_path):
+    """A 108-megapixel JPEG (above Pillow's own bomb warning) is decoded at a reduced scale,
+    indexed and thumbnailed; a PNG above the 64-megapixel limit is refused by its header."""
+    import warnings
+
+    from xmodal.index.scan import load_checked
+    from xmodal.server.thumbnails import ThumbnailCache
+
+    root = tmp_path / "photos"
+    root.mkdir()
+    Image.new("L", (12000, 9000), 128).save(root / "camera.jpg", quality=30)
+    png_header_claiming(root / "poster.png", 9000, 9000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        image, reason = load_checked(str(root / "camera.jpg"))
+        assert reason is None and max(image.size) == 448 and image.mode == "RGB"
+        assert image.info["original_size"] == (12000, 9000)
+        thumb = ThumbnailCache(tmp_path / "thumbs").get(root / "camera.jpg", 256)
+        with Image.open(thumb) as t:
+            assert t.size == (256, 192)
+    _, reason = load_checked(str(root / "poster.png"))
+    assert reason == "image too large (9000x9000 pixels; the limit is 64 million for PNG)"
+    index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
+    stats = index.update(root, progress=False)
+    assert (stats.added, stats.skipped) == (1, 1)
+
+
 def test_index_search_and_skips(photos, tmp_path):
     index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
     stats = index.update(photos, progress=False)

@@ -8,11 +8,14 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image, ImageOps, UnidentifiedImageError
+from PIL import Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
 
 from xmodal.data.folder import IMAGE_EXTENSIONS
 
 MAX_PIXELS = 64_000_000  # refuse larger images (decompression bombs): 8000 x 8000
+# JPEGs decode at down to 1/8 scale (draft mode), so a 1-gigapixel photo costs about 16 MP to
+# decode: big camera and phone photos (100-200 MP) are indexed, not refused as bombs
+JPEG_MAX_PIXELS = 1_000_000_000
 MAX_BYTES = 200 * 1024 * 1024
 MAX_SIDE = 448  # images are shrunk to this before embedding (the encoders read 224 x 224)
 
@@ -91,8 +94,9 @@ def load_checked(
     The image comes back shrunk so that its longer side is at most ``MAX_SIDE`` pixels; its
     stored size is in ``image.info["original_size"]``.
 
-    Refuses empty files, files over MAX_BYTES, images over MAX_PIXELS (checked from the header,
-    before decoding) and truncated or corrupt data (the whole image is decoded).
+    Refuses empty files, files over MAX_BYTES, images over MAX_PIXELS (JPEG: JPEG_MAX_PIXELS;
+    checked from the header, before decoding) and truncated or corrupt data (the whole image is
+    decoded).
     """
     if data is None:
         data, reason = read_bytes(path)
@@ -100,11 +104,14 @@ def load_checked(
             return None, reason
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(io.BytesIO(data)) as im:
+            # our own limits below replace Pillow's pixel warning (which would refuse big JPEGs)
+            warnings.simplefilter("ignore", Image.DecompressionBombWarning)
+            with open_image(data) as im:
                 w, h = im.size
-                if w * h > MAX_PIXELS:
-                    return None, f"image too large ({w}x{h} pixels)"
+                limit = JPEG_MAX_PIXELS if im.format == "JPEG" else MAX_PIXELS
+                if w * h > limit:
+                    return None, (f"image too large ({w}x{h} pixels; the limit is "
+                                  f"{limit / 1e6:,.0f} million for {im.format or 'this format'})")
                 if im.format == "JPEG":
                     im.draft("RGB", (MAX_SIDE, MAX_SIDE))  # decode at a reduced scale: fast
                 im.load()
@@ -114,9 +121,28 @@ def load_checked(
                 return out, None
     except UnidentifiedImageError:
         return None, "not a readable image"
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        return None, "image too large (decompression bomb)"
+    except Image.DecompressionBombError:
+        return None, (f"image too large (over {2 * Image.MAX_IMAGE_PIXELS / 1e6:,.0f} million "
+                      "pixels)")
     except OSError as exc:  # truncated or corrupt data
         return None, f"corrupt image: {exc}"
     except Exception as exc:  # PIL raises assorted errors on malformed files
         return None, f"corrupt image: {type(exc).__name__}: {exc}"
+
+
+def open_image(source: bytes | str | os.PathLike) -> Image.Image:
+    """Open image bytes or a file lazily (header only). JPEGs are opened by the JPEG plugin
+    itself, which skips Pillow's global pixel limit: callers apply JPEG_MAX_PIXELS (or trust an
+    indexed file) and use draft mode, which keeps the decode small."""
+    if isinstance(source, bytes):
+        if source[:3] == JPEG_MAGIC:
+            return JpegImagePlugin.JpegImageFile(io.BytesIO(source))
+        return Image.open(io.BytesIO(source))
+    with open(source, "rb") as f:
+        magic = f.read(3)
+    if magic == JPEG_MAGIC:
+        return JpegImagePlugin.JpegImageFile(os.fspath(source))
+    return Image.open(source)
+
+
+JPEG_MAGIC = b"\xff\xd8\xff"

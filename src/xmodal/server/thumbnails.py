@@ -12,7 +12,9 @@ import os
 import threading
 from pathlib import Path
 
-from PIL import Image, ImageOps
+from PIL import ImageOps
+
+from xmodal.index.scan import open_image
 
 THUMBNAIL_SIZES = {"small": 256, "large": 768}
 
@@ -51,7 +53,7 @@ class ThumbnailCache:
 
     def _make(self, source: Path, target: Path, pixels: int) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with Image.open(source) as image:
+        with open_image(source) as image:  # indexed JPEGs may exceed Pillow's pixel limit
             image.draft("RGB", (pixels, pixels))  # JPEG: decode at reduced scale, much faster
             image = ImageOps.exif_transpose(image)
             image.thumbnail((pixels, pixels))
