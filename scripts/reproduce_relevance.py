@@ -893,10 +893,9 @@ def _nested_cv_section() -> list[str]:
             f"- Applied to all 4,500 training images (seed 0), the rule selects {sel}. The "
             "temperature is at the low end of the grid; a training-only check with t in "
             "{0.1, 0.15, 0.2} and g up to 1.2 still picks t 0.2, g 0.8.",
-            "- This section, the grid, the rule and the selected setting were committed before "
-            "the single test evaluation; its result is the row 'CMRM + temperature + "
-            f"word-prior normalisation ({WIDE_LABEL})' in the Corel5K table above (absent "
-            "until that run).",
+            "- This section, the grid, the rule and the selected setting were committed "
+            "(25d306d) before the single test evaluation, whose result is the row 'CMRM + "
+            f"temperature + word-prior normalisation ({WIDE_LABEL})' in the Corel5K tables.",
             "- Caveat: the grid's range was chosen after looking at the outer folds, so the "
             "nested-CV numbers for this rule are somewhat optimistic; the test set was not "
             "used for it.", ""]
@@ -933,9 +932,10 @@ def _nested_cv_section() -> list[str]:
             "trade off along a ridge, and both are at the low end of the grid; a training-only "
             "check with beta 0.025 and t 0.075 or 0.1 does not beat it (CV F1 0.1033 vs "
             "0.1043).",
-            f"- Its test result is the row '{CRM_WIDE_NAME}' in the tables above (absent until "
-            "that run). As for the CMRM, the grid's range was chosen after looking at the outer "
-            "folds, so its nested-CV numbers are somewhat optimistic.", ""]
+            "- Committed (6ee263c) before the single test evaluation, whose result is the row "
+            f"'{CRM_WIDE_NAME}' in the Corel5K tables. As for the CMRM, the grid's range was "
+            "chosen after looking at the outer folds, so its nested-CV numbers are somewhat "
+            "optimistic.", ""]
     return out
 
 
