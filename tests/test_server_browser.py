@@ -51,6 +51,14 @@ def server(tmp_path_factory):
     (reports / "dual.json").write_text(json.dumps(  # curves as `xmodal eval --json` writes them
         {**base, "model": "dual", "directions": {"i2t": metrics_b, "t2i": metrics_b},
          "curves": {"i2t": curves}}))
+    paper = {"annotation_top5": {"mean_P": 0.124, "n_words_recall_gt0": 79, "n_words": 260},
+             "retrieval_by_query_length": {"1": {"n_queries": 179, "MAP": 0.176}}}
+    for name, p in (("cmrm", paper), ("crm", {"annotation_top5": {
+            "mean_P": 0.138, "n_words_recall_gt0": 90, "n_words": 260},
+            "retrieval_by_query_length": {"1": {"n_queries": 179, "MAP": 0.2}}})):
+        (reports / f"{name}.json").write_text(json.dumps(
+            {**base, "protocol": "corel5k", "model": name, "paper_metrics": p,
+             "directions": {"i2t": metrics_a}}))
     db, parts = fake_backends(root)
     app = create_app(db, reports_dir=reports, thumbnail_dir=root / "thumbs", **parts)
     port = _free_port()
@@ -175,6 +183,24 @@ def test_evaluation_page_compares_two_reports(server, page):
         "ls => ls.map(l => l.getAttribute('points').trim().split(/\\s+/).length)")
     assert pr_lines == [3, 3]  # baseline: 3 (recall@K, P@K) pairs; dual: its saved PR curve
     page.screenshot(path=str(ARTIFACTS / "web-eval.png"), full_page=True)
+
+
+def test_evaluation_page_compares_the_protocols_paper_metrics(server, page):
+    """corel5k reports carry Lavrenko et al.'s tables as ``paper_metrics``: compared row by row,
+    sizes (n_words, n_queries) left out."""
+    page.goto(server["url"] + "/eval?a=cmrm&b=crm")
+    page.wait_for_selector("table.metrics[data-paper]")
+    rows = page.locator("table.metrics[data-paper] tbody tr").evaluate_all(
+        "rows => rows.map(r => [...r.cells].map(c => c.textContent))")
+    by_metric = {cells[0]: cells[1:] for cells in rows}
+    assert set(by_metric) == {"annotation_top5 · mean_P", "annotation_top5 · n_words_recall_gt0",
+                              "retrieval_by_query_length · 1 · MAP"}
+    assert by_metric["annotation_top5 · n_words_recall_gt0"] == ["79", "90", "+11"]
+    assert by_metric["annotation_top5 · mean_P"] == ["0.124", "0.138", "+0.014"]
+    assert page.locator("table.metrics[data-paper] td.better").count() == 3
+    page.goto(server["url"] + "/eval?a=baseline&b=dual")
+    page.wait_for_selector("table.metrics")
+    assert page.locator("table.metrics[data-paper]").count() == 0
 
 
 def docs_screenshot(out: Path) -> None:

@@ -39,13 +39,33 @@ function prCurve(report, dir) {
 
 function label(report) { return report.model ? `${report.model}` : report.name; }
 
-function metricsTable(reports, dir) {
+// {metric: value} of one report for a table: a direction's metrics, or the paper metrics.
+function directionMetrics(dir) { return (r) => r.directions[dir] || {}; }
+
+const SIZES = ["n", "n_words", "n_queries"];  // sizes, not metrics: not compared
+
+// The protocol's own paper metrics (e.g. corel5k: Table 1 and 2 of Lavrenko et al.), nested
+// objects flattened to "a · b · c" names; counts and lists are left out.
+function paperMetrics(r) {
+  const out = {};
+  const walk = (obj, prefix) => {
+    for (const [k, v] of Object.entries(obj || {})) {
+      const name = prefix ? `${prefix} · ${k}` : k;
+      if (v && typeof v === "object" && !Array.isArray(v)) walk(v, name);
+      else if (typeof v === "number" && !SIZES.includes(k)) out[name] = v;
+    }
+  };
+  walk(r.paper_metrics, "");
+  return out;
+}
+
+function metricsTable(reports, metricsOf, attrs) {
   const names = [];
-  for (const r of reports) for (const m of Object.keys(r.directions[dir] || {})) if (!names.includes(m)) names.push(m);
+  for (const r of reports) for (const m of Object.keys(metricsOf(r))) if (!names.includes(m)) names.push(m);
   const head = el("tr", {}, el("th", {}, "metric"), ...reports.map((r) => el("th", {}, label(r))));
   if (reports.length === 2) head.append(el("th", {}, "B − A"));
   const body = names.map((m) => {
-    const values = reports.map((r) => (r.directions[dir] || {})[m]);
+    const values = reports.map((r) => metricsOf(r)[m]);
     const row = el("tr", {}, el("td", {}, m), ...values.map((v) => el("td", {}, fmt(v))));
     if (reports.length === 2) {
       const [a, b] = values;
@@ -57,12 +77,12 @@ function metricsTable(reports, dir) {
     }
     return row;
   });
-  return el("table", { class: "metrics", "data-direction": dir }, el("thead", {}, head), el("tbody", {}, ...body));
+  return el("table", { class: "metrics", ...attrs }, el("thead", {}, head), el("tbody", {}, ...body));
 }
 
 function directionBlock(reports, dir) {
   const block = el("section", { class: "direction" }, el("h3", {}, DIRECTION_NAMES[dir] || dir));
-  block.append(metricsTable(reports, dir));
+  block.append(metricsTable(reports, directionMetrics(dir), { "data-direction": dir }));
   const plots = el("div", { class: "plots" });
   const recall = reports.map((r) => ({ name: label(r), points: recallCurve(r, dir) }));
   if (recall.some((s) => s.points.length)) {
@@ -109,6 +129,11 @@ async function render() {
     for (const r of reports) for (const d of Object.keys(r.directions)) if (!dirs.includes(d)) dirs.push(d);
     const container = el("div", { class: "compare" }, ...dirs.map((d) => directionBlock(reports, d)));
     view.append(container);
+    if (reports.some((r) => Object.keys(paperMetrics(r)).length)) {
+      view.append(el("section", { class: "paper-metrics" },
+        el("h3", {}, "The protocol's paper metrics"),
+        metricsTable(reports, paperMetrics, { "data-paper": "1" })));
+    }
     status.textContent = reports.length === 2 ? "Comparing A and B (green: B is better)." : "";
   } catch (err) {
     status.textContent = "Could not load the report: " + err.message;
