@@ -272,6 +272,24 @@ def test_malformed_uploads_get_4xx_and_server_keeps_serving(client, endpoint, ca
     assert_still_serving(client)
 
 
+def test_big_phone_jpegs_are_decoded_small_and_accepted(tmp_path, built):
+    """A 48-megapixel phone JPEG (over the 40 MP limit for other formats) is tagged and
+    described: JPEGs decode at a reduced scale and have their own pixel limit."""
+    big = jpeg_bytes(Image.new("RGB", (8064, 6048), COLOURS["red"]))
+    app = create_app(built[0], thumbnail_dir=tmp_path / "t", **built[1])
+    with TestClient(app) as c:
+        tags = c.post("/api/tag", files={"image": ("phone.jpg", big, "image/jpeg")})
+        assert tags.status_code == 200, tags.text
+        described = c.post("/api/describe", files={"image": ("phone.jpg", big)})
+        assert described.status_code == 200, described.text
+    strict = create_app(built[0], limits=ServerLimits(max_jpeg_pixels=40_000_000),
+                        thumbnail_dir=tmp_path / "t2", **built[1])
+    with TestClient(strict) as c:
+        message = assert_error(c.post("/api/tag", files={"image": ("phone.jpg", big)}), 413)
+        assert "too many pixels (8064 x 6048)" in message and "40,000,000" in message
+        assert_still_serving(c)
+
+
 def test_empty_and_broken_request_bodies(client):
     assert "no image uploaded" in assert_error(client.post("/api/describe"), 400)
     assert_error(client.post("/api/tag", content=b"",

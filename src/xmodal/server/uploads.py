@@ -1,9 +1,9 @@
 """Validate uploaded files: images are checked by decoding them, never by their declared type.
 
 An image upload must be non-empty, at most ``max_image_bytes``, in a format Pillow decodes
-(JPEG, PNG, GIF, WebP, BMP, TIFF), declare at most ``max_image_pixels`` pixels in its header (checked
-before any pixel is decoded, so decompression bombs cost nothing), and decode completely (a truncated
-JPEG is refused). Caption files are UTF-8 text, one caption per line, optionally ``id<TAB>caption``.
+(JPEG, PNG, GIF, WebP, BMP, TIFF), declare at most ``max_image_pixels`` pixels in its header
+(``max_jpeg_pixels`` for JPEG, which is decoded at a reduced scale; checked before any pixel is
+decoded, so decompression bombs cost nothing), and decode completely (a truncated JPEG is refused). Caption files are UTF-8 text, one caption per line, optionally ``id<TAB>caption``.
 """
 
 from __future__ import annotations
@@ -16,10 +16,12 @@ from fastapi import UploadFile
 from PIL import Image, ImageFile, UnidentifiedImageError
 from starlette.concurrency import run_in_threadpool
 
+from xmodal.index.scan import JPEG_MAGIC, open_image
 from xmodal.server.errors import ApiError
 from xmodal.server.limits import ServerLimits
 
 IMAGE_FORMATS = ("JPEG", "PNG", "GIF", "WEBP", "BMP", "TIFF")
+DECODE_SIDE = 1024  # JPEGs decode at the smallest scale (1/2, 1/4, 1/8) at least this large
 
 
 async def read_bounded(upload: UploadFile | None, max_bytes: int, what: str) -> bytes:
@@ -39,9 +41,12 @@ def decode_image(data: bytes, limits: ServerLimits) -> Image.Image:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data), formats=IMAGE_FORMATS)
+            if data[:3] == JPEG_MAGIC:  # our own limit below replaces Pillow's for JPEG
+                image = open_image(data)
+            else:
+                image = Image.open(io.BytesIO(data), formats=IMAGE_FORMATS)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise ApiError(413, _too_many_pixels_message(limits)) from None
+        raise ApiError(413, _too_many_pixels_message(limits.max_image_pixels)) from None
     except UnidentifiedImageError:
         raise ApiError(
             415, "the upload is not an image this server can read (JPEG, PNG, GIF, WebP, BMP, TIFF)"
@@ -55,21 +60,21 @@ def decode_image(data: bytes, limits: ServerLimits) -> Image.Image:
     width, height = image.size
     if width <= 0 or height <= 0:
         raise ApiError(400, "the image has no pixels")
-    if width * height > limits.max_image_pixels:
-        raise ApiError(413, _too_many_pixels_message(limits, width, height))
+    limit = limits.max_jpeg_pixels if image.format == "JPEG" else limits.max_image_pixels
+    if width * height > limit:
+        raise ApiError(413, _too_many_pixels_message(limit, width, height))
     try:
+        if image.format == "JPEG":
+            image.draft("RGB", (DECODE_SIDE, DECODE_SIDE))
         image.load()
         return image.convert("RGB")
     except Exception as exc:  # noqa: BLE001 - truncated or corrupt pixel data
         raise ApiError(400, f"the image is corrupt or truncated: {exc}") from None
 
 
-def _too_many_pixels_message(limits: ServerLimits, width: int = 0, height: int = 0) -> str:
+def _too_many_pixels_message(limit: int, width: int = 0, height: int = 0) -> str:
     size = f" ({width} x {height})" if width else ""
-    return (
-        f"image has too many pixels{size}: the limit is {limits.max_image_pixels:,} pixels; "
-        "resize it and try again"
-    )
+    return f"image has too many pixels{size}: the limit is {limit:,} pixels; resize it and try again"
 
 
 async def read_image(
