@@ -56,9 +56,10 @@ def photos(tmp_path):
     return root
 
 
-def test_big_camera_jpegs_are_indexed_and_big_pngs_refused_with_the_limit(tmp_path):
+def test_big_camera_jpegs_heic_and_avif_are_indexed_and_big_pngs_refused(tmp_path):
     """A 108-megapixel JPEG (above Pillow's own bomb warning) is decoded at a reduced scale,
-    indexed and thumbnailed; a PNG above the 64-megapixel limit is refused by its header."""
+    indexed and thumbnailed; HEIC and AVIF photos are indexed; a PNG above the 64-megapixel
+    limit is refused by its header."""
     import warnings
 
     from xmodal.index.scan import load_checked
@@ -78,9 +79,13 @@ def test_big_camera_jpegs_are_indexed_and_big_pngs_refused_with_the_limit(tmp_pa
             assert t.size == (256, 192)
     _, reason = load_checked(str(root / "poster.png"))
     assert reason == "image too large (9000x9000 pixels; the limit is 64 million for PNG)"
+    solid(root / "phone.heic", (250, 10, 10), size=(64, 48))  # iPhone default format
+    solid(root / "web.avif", (10, 10, 250), size=(64, 48))
     index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
     stats = index.update(root, progress=False)
-    assert (stats.added, stats.skipped) == (1, 1)
+    assert (stats.added, stats.skipped) == (3, 1)
+    assert Path(index.search("red", k=1)[0].path).name == "phone.heic"
+    assert Path(index.search("blue", k=1)[0].path).name == "web.avif"
 
 
 def test_index_search_and_skips(photos, tmp_path):

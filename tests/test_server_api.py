@@ -272,9 +272,10 @@ def test_malformed_uploads_get_4xx_and_server_keeps_serving(client, endpoint, ca
     assert_still_serving(client)
 
 
-def test_big_phone_jpegs_are_decoded_small_and_accepted(tmp_path, built):
+def test_phone_photos_big_jpegs_and_heic_are_accepted(tmp_path, built):
     """A 48-megapixel phone JPEG (over the 40 MP limit for other formats) is tagged and
-    described: JPEGs decode at a reduced scale and have their own pixel limit."""
+    described: JPEGs decode at a reduced scale and have their own pixel limit. HEIC uploads
+    (the iPhone default) are read too."""
     big = jpeg_bytes(Image.new("RGB", (8064, 6048), COLOURS["red"]))
     app = create_app(built[0], thumbnail_dir=tmp_path / "t", **built[1])
     with TestClient(app) as c:
@@ -282,6 +283,10 @@ def test_big_phone_jpegs_are_decoded_small_and_accepted(tmp_path, built):
         assert tags.status_code == 200, tags.text
         described = c.post("/api/describe", files={"image": ("phone.jpg", big)})
         assert described.status_code == 200, described.text
+        buf = io.BytesIO()
+        Image.new("RGB", (64, 48), COLOURS["red"]).save(buf, "HEIF", quality=90)
+        heic = c.post("/api/tag", files={"image": ("iphone.heic", buf.getvalue(), "image/heic")})
+        assert heic.status_code == 200, heic.text
     strict = create_app(built[0], limits=ServerLimits(max_jpeg_pixels=40_000_000),
                         thumbnail_dir=tmp_path / "t2", **built[1])
     with TestClient(strict) as c:

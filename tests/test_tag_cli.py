@@ -91,6 +91,25 @@ def test_default_tagger_tags_jpeg_png_and_grayscale(images):
     assert [w for w, _ in tagger.tag(pil, 3)] == [w for w, _ in out[1][:3]]
 
 
+def test_phone_photos_heic_avif_and_big_jpegs_are_tagged(images, tmp_path):
+    """iPhone HEIC, AVIF and a 108-megapixel JPEG (over Pillow's bomb warning, decoded at a
+    reduced scale) are tagged; HEIC and AVIF of the same picture as the JPEG get its top tags."""
+    import warnings
+
+    sky = Image.open(images / "sky.jpg")
+    sky.save(tmp_path / "sky.heic", quality=95)
+    sky.save(tmp_path / "sky.avif", quality=95)
+    Image.new("L", (12000, 9000), 90).save(tmp_path / "camera.jpg", quality=30)
+    tagger = load_default_tagger()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", Image.DecompressionBombWarning)
+        out = tagger.tag_many([images / "sky.jpg", tmp_path / "sky.heic", tmp_path / "sky.avif",
+                               tmp_path / "camera.jpg"], n=3)
+    words = [{w for w, _ in tags} for tags in out]  # lossy re-encoding may swap close scores
+    assert words[1] == words[0] and words[2] == words[0]
+    assert len(words[3]) == 3
+
+
 def test_tagger_rejects_unreadable_files(images):
     tagger = load_default_tagger()
     with pytest.raises(XmodalError, match="cannot read image"):

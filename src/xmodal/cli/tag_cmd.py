@@ -24,7 +24,7 @@ TAG_HELP = (
 
 @app.command("tag", help=TAG_HELP)
 def tag_command(
-    images: list[Path] = typer.Argument(..., help="JPEG or PNG files to tag."),
+    images: list[Path] = typer.Argument(..., help="Image files to tag (JPEG, PNG, HEIC, AVIF, WebP, ...)."),
     model: Path | None = typer.Option(
         None, "--model", "-m", help="A saved tagging model directory (default: the shipped "
         "Flickr8K keyword model)."

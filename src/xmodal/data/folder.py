@@ -22,7 +22,11 @@ IMAGE_EXTENSIONS = {
     ".jfif",
     ".pgm",
     ".ppm",
+    ".heic",  # iPhone photos (HEIF, read through pillow-heif)
+    ".heif",
+    ".avif",
 }
+
 
 
 @dataclass

@@ -38,6 +38,7 @@ from typing import Literal
 import numpy as np
 from PIL import Image, ImageOps
 
+from xmodal.data.image_files import open_image as open_image_file
 from xmodal.errors import XmodalError
 from xmodal.features._cache import ArrayCache, content_hash, file_hash
 
@@ -45,6 +46,9 @@ IMAGE_SIZE = 224
 FEATURE_DIM = 1280
 N_CLASSES = 1000
 GRID = 7
+# JPEGs above this many pixels decode at a reduced scale (still >= 4x the input size); dataset
+# photos (Flickr8K: about 500 x 375) are far below it, so their features do not change
+DRAFT_ABOVE_PIXELS = 16_000_000
 VERSION = "effnet_lite0_v1"
 
 ImageInput = str | os.PathLike | Image.Image
@@ -90,7 +94,9 @@ def open_image(image: ImageInput) -> Image.Image:
         return image.convert("RGB")
     path = Path(image)
     try:
-        with Image.open(path) as im:
+        with open_image_file(path) as im:
+            if im.format == "JPEG" and im.size[0] * im.size[1] > DRAFT_ABOVE_PIXELS:
+                im.draft("RGB", (4 * IMAGE_SIZE, 4 * IMAGE_SIZE))  # big photos: decode smaller
             im = ImageOps.exif_transpose(im)
             return im.convert("RGB")
     except FileNotFoundError:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import io
 import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from PIL import Image, ImageOps, JpegImagePlugin, UnidentifiedImageError
+from PIL import Image, ImageOps, UnidentifiedImageError
 
 from xmodal.data.folder import IMAGE_EXTENSIONS
+from xmodal.data.image_files import open_image
 
 MAX_PIXELS = 64_000_000  # refuse larger images (decompression bombs): 8000 x 8000
 # JPEGs decode at down to 1/8 scale (draft mode), so a 1-gigapixel photo costs about 16 MP to
@@ -129,20 +129,3 @@ def load_checked(
     except Exception as exc:  # PIL raises assorted errors on malformed files
         return None, f"corrupt image: {type(exc).__name__}: {exc}"
 
-
-def open_image(source: bytes | str | os.PathLike) -> Image.Image:
-    """Open image bytes or a file lazily (header only). JPEGs are opened by the JPEG plugin
-    itself, which skips Pillow's global pixel limit: callers apply JPEG_MAX_PIXELS (or trust an
-    indexed file) and use draft mode, which keeps the decode small."""
-    if isinstance(source, bytes):
-        if source[:3] == JPEG_MAGIC:
-            return JpegImagePlugin.JpegImageFile(io.BytesIO(source))
-        return Image.open(io.BytesIO(source))
-    with open(source, "rb") as f:
-        magic = f.read(3)
-    if magic == JPEG_MAGIC:
-        return JpegImagePlugin.JpegImageFile(os.fspath(source))
-    return Image.open(source)
-
-
-JPEG_MAGIC = b"\xff\xd8\xff"

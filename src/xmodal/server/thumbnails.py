@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PIL import ImageOps
 
-from xmodal.index.scan import open_image
+from xmodal.data.image_files import open_image
 
 THUMBNAIL_SIZES = {"small": 256, "large": 768}
 

@@ -1,7 +1,7 @@
 """Validate uploaded files: images are checked by decoding them, never by their declared type.
 
 An image upload must be non-empty, at most ``max_image_bytes``, in a format Pillow decodes
-(JPEG, PNG, GIF, WebP, BMP, TIFF), declare at most ``max_image_pixels`` pixels in its header
+(JPEG, PNG, GIF, WebP, BMP, TIFF, HEIC/HEIF, AVIF), declare at most ``max_image_pixels`` pixels in its header
 (``max_jpeg_pixels`` for JPEG, which is decoded at a reduced scale; checked before any pixel is
 decoded, so decompression bombs cost nothing), and decode completely (a truncated JPEG is refused). Caption files are UTF-8 text, one caption per line, optionally ``id<TAB>caption``.
 """
@@ -16,11 +16,11 @@ from fastapi import UploadFile
 from PIL import Image, ImageFile, UnidentifiedImageError
 from starlette.concurrency import run_in_threadpool
 
-from xmodal.index.scan import JPEG_MAGIC, open_image
+from xmodal.data.image_files import JPEG_MAGIC, open_image
 from xmodal.server.errors import ApiError
 from xmodal.server.limits import ServerLimits
 
-IMAGE_FORMATS = ("JPEG", "PNG", "GIF", "WEBP", "BMP", "TIFF")
+IMAGE_FORMATS = ("JPEG", "PNG", "GIF", "WEBP", "BMP", "TIFF", "HEIF", "AVIF")
 DECODE_SIDE = 1024  # JPEGs decode at the smallest scale (1/2, 1/4, 1/8) at least this large
 
 
@@ -49,7 +49,8 @@ def decode_image(data: bytes, limits: ServerLimits) -> Image.Image:
         raise ApiError(413, _too_many_pixels_message(limits.max_image_pixels)) from None
     except UnidentifiedImageError:
         raise ApiError(
-            415, "the upload is not an image this server can read (JPEG, PNG, GIF, WebP, BMP, TIFF)"
+            415, "the upload is not an image this server can read (JPEG, PNG, GIF, WebP, BMP, "
+            "TIFF, HEIC, AVIF)"
         ) from None
     except Exception as exc:  # noqa: BLE001 - malformed headers raise assorted errors in Pillow
         raise ApiError(400, f"the image could not be read: {exc}") from None
