@@ -128,4 +128,3 @@ def load_checked(
         return None, f"corrupt image: {exc}"
     except Exception as exc:  # PIL raises assorted errors on malformed files
         return None, f"corrupt image: {type(exc).__name__}: {exc}"
-

@@ -1,9 +1,11 @@
 """Validate uploaded files: images are checked by decoding them, never by their declared type.
 
 An image upload must be non-empty, at most ``max_image_bytes``, in a format Pillow decodes
-(JPEG, PNG, GIF, WebP, BMP, TIFF, HEIC/HEIF, AVIF), declare at most ``max_image_pixels`` pixels in its header
-(``max_jpeg_pixels`` for JPEG, which is decoded at a reduced scale; checked before any pixel is
-decoded, so decompression bombs cost nothing), and decode completely (a truncated JPEG is refused). Caption files are UTF-8 text, one caption per line, optionally ``id<TAB>caption``.
+(JPEG, PNG, GIF, WebP, BMP, TIFF, HEIC/HEIF, AVIF), declare at most ``max_image_pixels`` pixels
+in its header (``max_jpeg_pixels`` for JPEG, which is decoded at a reduced scale; checked before
+any pixel is decoded, so decompression bombs cost nothing), and decode completely (a truncated
+JPEG is refused). Caption files are UTF-8 text, one caption per line, optionally
+``id<TAB>caption``.
 """
 
 from __future__ import annotations
