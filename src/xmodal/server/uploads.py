@@ -77,7 +77,8 @@ def decode_image(data: bytes, limits: ServerLimits) -> Image.Image:
 
 def _too_many_pixels_message(limit: int, width: int = 0, height: int = 0) -> str:
     size = f" ({width} x {height})" if width else ""
-    return f"image has too many pixels{size}: the limit is {limit:,} pixels; resize it and try again"
+    return (f"image has too many pixels{size}: the limit is {limit:,} pixels; "
+            "resize it and try again")
 
 
 async def read_image(
