@@ -36,7 +36,7 @@ def eval_command(
     protocol: str = typer.Option(..., "--protocol", "-p", help="Protocol name (list them with `xmodal protocols`)."),
     model: str = typer.Option(
         "random", "--model", "-m",
-        help="Registered model name (e.g. dual, scm, ksm-qe, hodosh-tri5sem, cmrm; an unknown "
+        help="Registered model name (e.g. dual, scm, ksm-qe, hodosh-tri5sem, crm-wide; an unknown "
         "name prints the full list) or a saved model directory.",
     ),
     data: Path | None = typer.Option(None, "--data", help="Data root (default: $XMODAL_DATA)."),
@@ -56,6 +56,8 @@ def eval_command(
       xmodal eval --protocol wikipedia --model random --json
 
       xmodal eval -p flickr8k-5cap -m dual
+
+      xmodal eval -p corel5k -m crm-wide   # also prints Lavrenko et al.'s tables
 
       xmodal eval -p eccv --scores my_scores.npz --json
     """
