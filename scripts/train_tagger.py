@@ -32,7 +32,7 @@ def main() -> None:
     from xmodal.data import load_flickr8k
     from xmodal.eval.metrics import annotation_metrics
     from xmodal.features.keywords import build_keyword_vocabulary, image_keyword_matrix
-    from xmodal.models.tagger import KeywordHead, flickr8k_pooled_features
+    from xmodal.models.tagger import KeywordHead, flickr8k_pooled_features, select_keyword_head
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -44,20 +44,14 @@ def main() -> None:
         ids = f8.split(s)
         x[s] = pooled["pooled"][np.array([pooled["index"][i] for i in ids])]
         y[s] = image_keyword_matrix(f8, ids, vocab)
-    best, best_f1, models, rows = None, -1.0, {}, []
-    for l2 in (1e-5, 1e-4):
-        m = models[l2] = KeywordHead(l2=l2).fit(x["train"], y["train"], vocab.words)
-        for g in (0.0, 0.25, 0.5, 0.75, 1.0):
-            m.prior_power = g
-            r = annotation_metrics(m.word_scores(x["dev"]), y["dev"], n=5)
-            rows.append({"l2": l2, "prior_power": g, **{k: round(r[k], 4) for k in (
-                "mean_P", "mean_R", "mean_F1", "n_words_recall_gt0")}})
-            print(f"l2={l2} prior_power={g}: dev mean P {r['mean_P']:.3f} R {r['mean_R']:.3f} "
-                  f"F1 {r['mean_F1']:.3f} words>0 {r['n_words_recall_gt0']}", file=sys.stderr)
-            if r["mean_F1"] > best_f1:
-                best, best_f1 = (l2, g), r["mean_F1"]
-    model = models[best[0]]
-    model.prior_power = best[1]
+    chosen, rows = select_keyword_head(x["train"], y["train"], x["dev"], y["dev"], vocab.words,
+                                       l2s=(1e-5, 1e-4))
+    for r in rows:
+        print(f"l2={r['l2']} prior_power={r['prior_power']}: dev mean P {r['mean_P']:.3f} R "
+              f"{r['mean_R']:.3f} F1 {r['mean_F1']:.3f} words>0 {r['n_words_recall_gt0']}",
+              file=sys.stderr)
+    best = (chosen["l2"], chosen["prior_power"])
+    model = KeywordHead(l2=best[0], prior_power=best[1]).fit(x["train"], y["train"], vocab.words)
     r = annotation_metrics(model.word_scores(x["test"]), y["test"], n=5)
     print(f"selected l2={best[0]} prior_power={best[1]}; test mean P {r['mean_P']:.3f} "
           f"R {r['mean_R']:.3f} F1 {r['mean_F1']:.3f} words>0 {r['n_words_recall_gt0']}",

@@ -149,3 +149,40 @@ def test_cli_unreadable_file_exits_2_without_traceback(images):
     r = subprocess.run(cmd + [str(images / "broken.jpg")], capture_output=True, text=True)
     assert r.returncode == 2
     assert "cannot read image" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_train_a_tagger_on_your_own_captioned_photos(tmp_path):
+    """``xmodal train tagger``: keywords from your captions, a head on your photos; the saved
+    model tags a new photo with the right colour word, and bad inputs get clear errors."""
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "photos"
+    (folder / "sub").mkdir(parents=True)
+    colours = {"red": (220, 30, 30), "green": (30, 180, 40), "blue": (30, 40, 220)}
+    rows = ["image,caption"]
+    for name, rgb in colours.items():
+        for k in range(8):
+            pixels = np.clip(np.array(rgb) + rng.normal(0, 20, (48, 64, 3)), 0, 255)
+            rel = f"sub/{name}{k}.png" if k % 2 else f"{name}{k}.jpg"
+            Image.fromarray(pixels.astype(np.uint8)).save(folder / rel)
+            rows += [f"{rel},a {name} wall", f"{rel},the {name} paint on a wall"]
+    (tmp_path / "caps.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "tagger"
+    r = _run(["train", "tagger", str(folder), "--captions", str(tmp_path / "caps.csv"),
+              "--out", str(out), "--min-images", "3", "--json"])
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout)
+    assert summary["photos"] == 24 and {"red", "green", "blue", "wall"} <= set(
+        load_tagger(out).vocabulary)
+    tagger = load_tagger(out)
+    for name, rgb in colours.items():  # a new photo of each colour gets its colour word
+        pixels = np.clip(np.array(rgb) + rng.normal(0, 20, (48, 64, 3)), 0, 255)
+        Image.fromarray(pixels.astype(np.uint8)).save(tmp_path / "new.png")
+        assert [w for w, _ in tagger.tag(tmp_path / "new.png", 5) if w in colours][0] == name
+    r = _run(["tag", str(tmp_path / "new.png"), "--model", str(out), "--json"])
+    assert r.exit_code == 0 and json.loads(r.stdout)[0]["tags"][0]["word"] in load_tagger(
+        out).vocabulary
+    (tmp_path / "few.csv").write_text("image,caption\nred0.jpg,a red wall\n")
+    with pytest.raises(XmodalError, match="at least 10"):
+        from xmodal.models.tagger import train_keyword_tagger
+
+        train_keyword_tagger(folder, tmp_path / "few.csv", tmp_path / "x")

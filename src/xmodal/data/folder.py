@@ -38,6 +38,13 @@ class ImageFolder:
     def image_path(self, image_id: str) -> Path:
         return self.root / image_id
 
+    def captions_of(self, image_id: str) -> list:
+        """The image's captions as :class:`xmodal.data.flickr8k.Caption` records."""
+        from xmodal.data.flickr8k import Caption
+
+        return [Caption(f"{image_id}#{n}", image_id, n, text)
+                for n, text in enumerate(self.captions.get(image_id, []))]
+
 
 def read_captions(path: str | os.PathLike) -> dict[str, list[str]]:
     """Captions from a CSV (header with ``image`` and ``caption`` columns, or two columns) or a
