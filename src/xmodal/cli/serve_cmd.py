@@ -29,6 +29,10 @@ def serve(
     model: str = typer.Option(
         None, "--model", help="embedding model for describe (default: the index's model)"
     ),
+    tagger: Path = typer.Option(
+        None, "--tagger", help="tagging model directory for the tag endpoint (default: the "
+        "shipped Flickr8K tagger; train your own with 'xmodal train tagger')"
+    ),
     thumbnails: Path = typer.Option(
         None, "--thumbnails", help="thumbnail cache folder (default: <cache>/thumbnails)"
     ),
@@ -47,9 +51,12 @@ def serve(
     if not db.exists():
         console.print(f"[yellow]note:[/] no photo index at {db} yet; search answers 503 until "
                       f"you build one with 'xmodal index FOLDER --db {db}'")
-    web = create_app(
-        db, reports_dir=reports, thumbnail_dir=thumbnails, model_spec=model, threads=threads
-    )
+    if tagger is not None:
+        from xmodal.models.tagger import load_tagger
+
+        tagger = load_tagger(tagger)  # a bad directory fails here, not on the first request
+    web = create_app(db, reports_dir=reports, thumbnail_dir=thumbnails, model_spec=model,
+                     threads=threads, tagger=tagger)
     console.print(f"xmodal: serving on http://{host}:{port}/  (API docs at /docs)")
     # Bounded: beyond 64 open connections uvicorn answers 503 instead of queueing without end.
     uvicorn.run(web, host=host, port=port, log_level=log_level, limit_concurrency=64,
