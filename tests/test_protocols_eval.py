@@ -88,3 +88,45 @@ def test_cli_eval_precomputed_scores(tmp_path, wikipedia_root):
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["directions"]["i2t"]["MAP"] == pytest.approx(1.0)
+
+
+def test_folder_protocol_evaluates_your_own_captioned_photos(tmp_path):
+    """``xmodal eval -p folder --data FOLDER --captions FILE``: captioned photos x all their
+    captions; perfect scores give R@1 = 1 both ways; a model runs on it; misuse is a clear error."""
+    from PIL import Image
+
+    root = tmp_path / "trip"
+    (root / "day2").mkdir(parents=True)
+    names = ["a.jpg", "b.png", "day2/c.jpg", "day2/d.jpg"]
+    rows = ["image,caption"]
+    for k, name in enumerate(names):
+        Image.new("RGB", (40, 30), (60 * k, 20, 200 - 40 * k)).save(root / name)
+        rows += [f"{name},caption one of {name}", f"{name},caption two of {name}"]
+    Image.new("RGB", (40, 30)).save(root / "uncaptioned.jpg")
+    rows.append("gone.jpg,a photo that is not in the folder")
+    caps = tmp_path / "caps.csv"
+    caps.write_text("\n".join(rows) + "\n")
+    p = get_protocol("folder", root, captions=caps)
+    i2t = p.directions["i2t"]
+    assert i2t.image_ids == names and len(i2t.text_ids) == 8
+    assert "1 caption image names match no file" in p.notes
+    perfect = i2t.relevance.toarray().astype(np.float32)
+    np.save(tmp_path / "perfect.npy", perfect)
+
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "xmodal", "eval", "-p", "folder", *args],
+                              capture_output=True, text=True, timeout=300)
+
+    out = run("--data", str(root), "--captions", str(caps), "--scores",
+              str(tmp_path / "perfect.npy"), "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["n_queries"] == {"i2t": 4, "t2i": 8}
+    assert report["directions"]["i2t"]["R@1"] == 1.0 and report["directions"]["t2i"]["R@1"] == 1.0
+    out = run("--data", str(root), "--captions", str(caps), "-m", "random", "--json")
+    assert out.returncode == 0, out.stderr
+    out = run("--data", str(root))
+    assert out.returncode == 2 and "--captions FILE" in out.stderr
+    with pytest.raises(XmodalError, match="no photo"):
+        (tmp_path / "other.csv").write_text("image,caption\nnope.jpg,a caption\n")
+        get_protocol("folder", root, captions=tmp_path / "other.csv")

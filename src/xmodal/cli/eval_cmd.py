@@ -39,7 +39,13 @@ def eval_command(
         help="Registered model name (e.g. dual, scm, ksm-qe, hodosh-tri5sem, crm-wide; an unknown "
         "name prints the full list) or a saved model directory.",
     ),
-    data: Path | None = typer.Option(None, "--data", help="Data root (default: $XMODAL_DATA)."),
+    data: Path | None = typer.Option(
+        None, "--data", help="Data root (default: $XMODAL_DATA); for -p folder, your photo folder."
+    ),
+    captions: Path | None = typer.Option(
+        None, "--captions", help="For -p folder: CSV (image,caption) or JSONL caption file, image "
+        "names relative to the folder."
+    ),
     scores: Path | None = typer.Option(
         None, "--scores", help="Evaluate precomputed scores (.npy images x texts, or .npz with "
         "'i2t'/'t2i') instead of running a model."
@@ -60,12 +66,17 @@ def eval_command(
       xmodal eval -p corel5k -m crm-wide   # also prints Lavrenko et al.'s tables
 
       xmodal eval -p eccv --scores my_scores.npz --json
+
+      xmodal eval -p folder --data ~/Pictures/trip --captions trip.csv -m dual   # your photos
     """
     from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import evaluate, run_eval
     from xmodal.models.registry import get_scorer
 
-    proto = get_protocol(protocol, data)
+    if captions is not None and protocol != "folder":
+        raise XmodalError("--captions is for the folder protocol (-p folder --data FOLDER)")
+    proto = (get_protocol(protocol, data, captions=captions) if protocol == "folder"
+             else get_protocol(protocol, data))
     if scores is not None:
         import time
 

@@ -90,6 +90,32 @@ def flickr8k_5cap(data=None) -> Protocol:
     )
 
 
+@register("folder")
+def folder(data=None, captions=None) -> Protocol:
+    """Your own captioned photos: ``data`` is the folder, ``captions`` a CSV/JSONL caption file
+    (image names relative to the folder). Every captioned photo x all captions."""
+    from xmodal.data import load_image_folder
+    from xmodal.errors import XmodalError
+
+    if data is None or captions is None:
+        raise XmodalError("the folder protocol needs the photo folder (--data FOLDER) and a "
+                          "caption file (--captions FILE)")
+    ds = load_image_folder(data, captions)
+    images = [i for i in ds.image_ids if ds.captions.get(i)]
+    missing = sorted(set(ds.captions) - set(ds.image_ids))
+    if not images:
+        raise XmodalError(f"no photo under {data} has a caption in {captions} (image names must "
+                          f"be paths relative to the folder, e.g. {missing[:2]})")
+    caps = [c for i in images for c in ds.captions_of(i)]
+    rel = pairs_to_relevance(images, [c.id for c in caps], [(c.image_id, c.id) for c in caps])
+    note = (f"{len(images)} captioned photos under {data} x all {len(caps)} of their captions; "
+            "a caption is relevant to its photo.")
+    if missing:
+        note += f" {len(missing)} caption image names match no file (ignored)."
+    return Protocol("folder", _both(images, [c.id for c in caps], [c.text for c in caps], rel),
+                    ds, note)
+
+
 @register("wikipedia")
 def wikipedia(data=None) -> Protocol:
     from xmodal.data import load_wikipedia
