@@ -309,3 +309,20 @@ def test_contains_only_searchable_photos(photos, tmp_path):
     assert index.contains(str(photos / "red.jpg"))
     assert not index.contains(str(photos / "garbage.png"))  # recorded, but skipped
     assert not index.contains("/etc/passwd")
+
+
+def test_search_under_a_folder_ranks_only_its_photos(photos, tmp_path):
+    """``search(..., under=FOLDER)`` ranks only the photos inside FOLDER (any depth), exactly:
+    the same order as the unfiltered search restricted to those photos."""
+    weird = photos / "sub" / "50%_off"  # LIKE wildcards in a folder name must not match others
+    solid(weird / "red2.jpg", (240, 20, 20))
+    solid(photos / "sub_other" / "red3.jpg", (245, 15, 15))  # shares the prefix "sub"
+    index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
+    index.update(photos, progress=False)
+    everything = [Path(h.path) for h in index.search("red", k=20)]
+    inside = [Path(h.path) for h in index.search("red", k=20, under=photos / "sub")]
+    assert inside == [p for p in everything if (photos / "sub") in p.parents]
+    assert {p.name for p in inside} == {"green.png", "blue.jpg", "red2.jpg"}
+    assert [Path(h.path).name for h in index.search("red", k=5, under=weird)] == ["red2.jpg"]
+    with pytest.raises(XmodalError, match="no indexed photo"):
+        index.search("red", under=tmp_path / "elsewhere")

@@ -295,6 +295,18 @@ def test_phone_photos_big_jpegs_and_heic_are_accepted(tmp_path, built):
         assert_still_serving(c)
 
 
+def test_search_under_a_folder(client, tmp_path):
+    """``/api/search?under=FOLDER`` ranks only photos inside the folder; a folder without indexed
+    photos is a 400 that says so."""
+    folder = str((tmp_path / "photos").resolve())
+    every = client.get("/api/search", params={"q": "red", "limit": 6}).json()["results"]
+    inside = client.get("/api/search", params={"q": "red", "limit": 6, "under": folder})
+    assert inside.status_code == 200 and inside.json()["results"] == every
+    message = assert_error(client.get("/api/search", params={"q": "red", "under": "/nowhere"}),
+                           400)
+    assert "no indexed photo" in message
+
+
 def test_empty_and_broken_request_bodies(client):
     assert "no image uploaded" in assert_error(client.post("/api/describe"), 400)
     assert_error(client.post("/api/tag", content=b"",

@@ -85,6 +85,9 @@ def search_command(
     query: str = typer.Argument(..., help="A sentence describing the photos you want."),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     k: int = typer.Option(10, "-k", "--top", help="Number of results."),
+    under: Path | None = typer.Option(
+        None, "--under", help="Only photos inside this folder (at any depth)."
+    ),
     model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
     as_json: bool = typer.Option(
         False, "--json", help="Print JSON: {query, results: [{path, score}]}"
@@ -97,11 +100,13 @@ def search_command(
       xmodal search "a cat sleeping on a sofa"
 
       xmodal search "children playing in the snow" -k 5 --json
+
+      xmodal search "a boat at sunset" --under ~/Pictures/2019-greece
     """
     if not query.strip():
         raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
     index = _open(db, model)
-    _print_results(f"search: {query}", index.search(query, k), as_json, query)
+    _print_results(f"search: {query}", index.search(query, k, under=under), as_json, query)
 
 
 @app.command("similar")

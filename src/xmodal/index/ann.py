@@ -93,20 +93,29 @@ class AnnIndex:
             tmp.unlink(missing_ok=True)
         return len(ids)
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """(scores, file ids) of the k best matches per query row; ids are -1 past the end."""
+    def search(
+        self, queries: np.ndarray, k: int, among: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, file ids) of the k best matches per query row; ids are -1 past the end.
+        ``among``: only these file ids are ranked (FAISS ID selector, still exact)."""
         import faiss
 
         self.ensure()
         q = np.ascontiguousarray(np.atleast_2d(queries), dtype=np.float32)
-        if self._index.ntotal == 0:
+        params = None
+        n = self._index.ntotal
+        if among is not None:
+            positions = np.flatnonzero(np.isin(self._ids, np.asarray(among, dtype=np.int64)))
+            params = faiss.SearchParameters(sel=faiss.IDSelectorBatch(positions.astype(np.int64)))
+            n = len(positions)
+        if n == 0:
             return np.zeros((len(q), 0), np.float32), np.zeros((len(q), 0), np.int64)
-        k = max(1, min(k, self._index.ntotal))
+        k = max(1, min(k, n))
         threads = faiss.omp_get_max_threads()
         if len(q) == 1:  # one query: threads only add overhead (and stalls on a busy machine)
             faiss.omp_set_num_threads(1)
         try:
-            scores, pos = self._index.search(q, k)
+            scores, pos = self._index.search(q, k, params=params)
         finally:
             faiss.omp_set_num_threads(threads)
         ids = np.where(pos >= 0, self._ids[np.maximum(pos, 0)], -1)

@@ -334,8 +334,11 @@ class PhotoIndex:
                 out.append(SearchResult(paths[int(i)], float(s)))
         return out
 
-    def search(self, text: str, k: int = 10, offset: int = 0) -> list[SearchResult]:
-        """The ``k`` photos best matching a sentence (after skipping ``offset``)."""
+    def search(
+        self, text: str, k: int = 10, offset: int = 0, under: str | os.PathLike | None = None
+    ) -> list[SearchResult]:
+        """The ``k`` photos best matching a sentence (after skipping ``offset``); with ``under``,
+        only photos inside that folder (at any depth) are ranked."""
         if not isinstance(text, str) or not text.strip():
             raise XmodalError(
                 "the search query is empty: give a sentence such as 'a dog on a beach'"
@@ -343,9 +346,15 @@ class PhotoIndex:
         if k < 1 or offset < 0:
             raise XmodalError("k must be at least 1 and offset at least 0")
         self._check_model()
+        among = None
+        if under is not None:
+            folder = os.path.abspath(Path(under).expanduser())
+            among = self.store.ids_under(folder)
+            if not len(among):
+                raise XmodalError(f"no indexed photo is inside {folder}")
         with one_thread(self.model):
             q = self._embed_text(text.strip())
-            scores, ids = self.ann.search(q, k + offset)
+            scores, ids = self.ann.search(q, k + offset, among=among)
         return self._results(scores[0], ids[0])[offset : offset + k]
 
     def _embed_text(self, text: str) -> np.ndarray:

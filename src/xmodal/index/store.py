@@ -8,6 +8,7 @@ from and are rebuilt when it moved.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator
@@ -181,6 +182,14 @@ class Store:
         marks = ",".join("?" * len(ids))
         rows = self.conn.execute(f"SELECT id, path FROM files WHERE id IN ({marks})", ids)
         return dict(rows.fetchall())
+
+    def ids_under(self, folder: str) -> np.ndarray:
+        """Ids of the files inside ``folder`` (an absolute path), at any depth."""
+        prefix = folder.rstrip(os.sep) + os.sep
+        rows = self.conn.execute(  # substr, not LIKE: paths may hold % and _
+            "SELECT id FROM files WHERE substr(path, 1, ?) = ?", (len(prefix), prefix)
+        ).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
 
     def file_id(self, path: str) -> int | None:
         row = self.conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()

@@ -38,6 +38,8 @@ async def search(
     q: str = Query(..., min_length=1, max_length=1000, description="the sentence to search for"),
     limit: int = Query(24, ge=1, description="results per page"),
     offset: int = Query(0, ge=0, description="results to skip (paging)"),
+    under: str | None = Query(None, max_length=4096,
+                              description="only images inside this folder (absolute path)"),
     state: ServerState = Depends(get_state),
 ) -> dict[str, Any]:
     """Images ranked by how well they match ``q``; ``has_more`` says whether a next page exists."""
@@ -45,7 +47,8 @@ async def search(
         raise ApiError(400, "the query is empty: type a sentence to search for")
     _check_page(state, limit, offset)
     lib = state.backends
-    hits = await lib.run(lambda: list(lib.index().search(q, limit + 1, offset)))
+    where = {"under": under} if under else {}
+    hits = await lib.run(lambda: list(lib.index().search(q, limit + 1, offset, **where)))
     return {"query": q, **_page(hits, offset, limit)}
 
 
