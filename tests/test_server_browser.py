@@ -114,6 +114,23 @@ def test_search_shows_results_and_similar_images(server, page):
     assert page.locator("#detail").is_hidden()
 
 
+def test_search_inside_a_folder_from_the_page_and_the_url(server, page):
+    """The optional folder field restricts the search; a link with ?q=...&under=... fills it in;
+    a folder without indexed photos says so in the status line."""
+    page.goto(server["url"] + "/")
+    page.fill("#query", "a red kite")
+    page.fill("#under", str((server["root"] / "photos").resolve()))
+    page.press("#query", "Enter")
+    page.wait_for_selector("#results .card")
+    assert page.locator("#results .card").count() == 6
+    page.screenshot(path=str(ARTIFACTS / "web-search-folder.png"))
+    page.goto(server["url"] + "/?q=red&under=/nowhere")
+    page.wait_for_function("document.querySelector('#search-status').textContent.includes("
+                           "'no indexed photo')")
+    assert page.input_value("#under") == "/nowhere"
+    assert page.locator("#results .card").count() == 0
+
+
 def test_upload_shows_captions_and_keywords(server, page):
     upload = server["root"] / "green.png"
     Image.new("RGB", (120, 90), COLOURS["green"]).save(upload)

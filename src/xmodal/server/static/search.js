@@ -4,6 +4,7 @@
 
 const PAGE = 24;
 let currentQuery = "";
+let currentFolder = "";  // optional: only photos inside this folder
 let nextOffset = 0;
 
 function baseName(id) { return id.split(/[\\/]/).pop(); }
@@ -26,6 +27,7 @@ async function runSearch(query, offset) {
   more.hidden = true;
   try {
     const params = new URLSearchParams({ q: query, limit: PAGE, offset: offset });
+    if (currentFolder) params.set("under", currentFolder);
     const page = await api("/api/search?" + params);
     for (const hit of page.results) grid.append(resultCard(hit, openDetail));
     const shown = offset + page.results.length;
@@ -103,6 +105,7 @@ function setup() {
   document.getElementById("search-form").addEventListener("submit", (event) => {
     event.preventDefault();
     currentQuery = document.getElementById("query").value.trim();
+    currentFolder = document.getElementById("under").value.trim();
     if (currentQuery) runSearch(currentQuery, 0);
   });
   document.getElementById("more").addEventListener("click", () => runSearch(currentQuery, nextOffset));
@@ -125,7 +128,10 @@ function setup() {
     const n = s.indexed ?? s.n_images;
     if (n !== undefined) document.getElementById("stats").textContent = `${n.toLocaleString()} images indexed`;
   }).catch(() => {});
-  const q = new URLSearchParams(location.search).get("q");
+  const given = new URLSearchParams(location.search);
+  const q = given.get("q");
+  currentFolder = given.get("under") || "";
+  document.getElementById("under").value = currentFolder;
   if (q) { document.getElementById("query").value = q; currentQuery = q; runSearch(q, 0); }
 }
 
