@@ -81,9 +81,13 @@ def test_big_camera_jpegs_heic_and_avif_are_indexed_and_big_pngs_refused(tmp_pat
     assert reason == "image too large (9000x9000 pixels; the limit is 64 million for PNG)"
     solid(root / "phone.heic", (250, 10, 10), size=(64, 48))  # iPhone default format
     solid(root / "web.avif", (10, 10, 250), size=(64, 48))
+    heic = (root / "phone.heic").read_bytes()
+    (root / "cut.heic").write_bytes(heic[: len(heic) - 20])  # image data cut short
     index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
     stats = index.update(root, progress=False)
-    assert (stats.added, stats.skipped) == (3, 1)
+    assert (stats.added, stats.skipped) == (3, 2)
+    reason = dict(index.skipped())[str(root / "cut.heic")]
+    assert reason.startswith("corrupt image") and "\n" not in reason
     assert Path(index.search("red", k=1)[0].path).name == "phone.heic"
     assert Path(index.search("blue", k=1)[0].path).name == "web.avif"
 

@@ -125,6 +125,6 @@ def load_checked(
         return None, (f"image too large (over {2 * Image.MAX_IMAGE_PIXELS / 1e6:,.0f} million "
                       "pixels)")
     except OSError as exc:  # truncated or corrupt data
-        return None, f"corrupt image: {exc}"
-    except Exception as exc:  # PIL raises assorted errors on malformed files
-        return None, f"corrupt image: {type(exc).__name__}: {exc}"
+        return None, f"corrupt image: {' '.join(str(exc).split())}"
+    except Exception as exc:  # PIL (and libheif) raise assorted errors on malformed files
+        return None, f"corrupt image: {type(exc).__name__}: {' '.join(str(exc).split())}"
