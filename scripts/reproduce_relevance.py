@@ -666,9 +666,7 @@ def _summary(results: dict) -> list[str]:
                    ("P", a["mean_P"], 0.16)) if have < want)
                + "). The paper's CRM used continuous region features; this data has only "
                "blob ids.")
-            + (f" Nested CV on the training set: {c['meets_paper_row']} of {c['folds']} folds "
-               f"meet the CMRM row, mean {c['n_words_recall_gt0_mean']:.0f} words / R "
-               f"{c['mean_R_mean']:.3f} / P {c['mean_P_mean']:.3f}." if c else ""))
+            + (f" Nested CV on the training set: it {_nested_result(c)}." if c else ""))
     fl = results.get("flickr", {}).get("models", {})
     if fl:
         best = max(fl.items(), key=lambda kv: kv[1]["annotation"]["mean_F1"])
@@ -822,6 +820,13 @@ def plot_corel(corel: dict) -> None:
     plt.close(fig)
 
 
+def _nested_result(w: dict) -> str:
+    """One nested-CV summary row as a phrase."""
+    return (f"meets the paper's CMRM row in {w['meets_paper_row']} of {w['folds']} outer folds "
+            f"(mean {w['n_words_recall_gt0_mean']:.1f} words / R {w['mean_R_mean']:.3f} / P "
+            f"{w['mean_P_mean']:.3f}; lowest fold P {w['mean_P_min']:.3f})")
+
+
 def _nested_cv_section() -> list[str]:
     """The training-set-only check of the selection rules (scripts/corel_nested_cv.py)."""
     if not NESTED.is_file():
@@ -886,11 +891,8 @@ def _nested_cv_section() -> list[str]:
             + ", and the standard criterion, best mean F1 over a 5-fold CV of the training "
             "set. Nothing about the paper's row enters the rule.",
             "",
-            f"- Nested CV (table above): it meets the paper's CMRM row in "
-            f"{w['meets_paper_row']} of {w['folds']} outer folds, mean {w['n_words_recall_gt0_mean']:.1f}"
-            f" words / R {w['mean_R_mean']:.3f} / P {w['mean_P_mean']:.3f} (lowest fold P "
-            f"{w['mean_P_min']:.3f}), against 2 of 9 for the earlier rules. The settings it "
-            "picks in the nine folds: " + "; ".join(
+            f"- Nested CV (table above): it {_nested_result(w)}, against 2 of 9 for the "
+            "earlier rules. The settings it picks in the nine folds: " + "; ".join(
                 f"t {p['temperature']}, g {p['prior_power']}, beta {p['beta']}"
                 for p in per_fold) + ".",
             f"- Applied to all 4,500 training images (seed 0), the rule selects {sel}. The "
@@ -919,10 +921,7 @@ def _nested_cv_section() -> list[str]:
             f"re-learned on each fold's training part). `{crm['command']}` "
             f"({crm['elapsed_s'] / 60:.0f} min, commit {crm['git_commit']}):",
             "",
-            f"- Nested CV: it meets the paper's CMRM row in {w['meets_paper_row']} of "
-            f"{w['folds']} outer folds, mean {w['n_words_recall_gt0_mean']:.1f} words / R "
-            f"{w['mean_R_mean']:.3f} / P {w['mean_P_mean']:.3f} (lowest fold P "
-            f"{w['mean_P_min']:.3f}); the paper's CRM row (107, 0.19, 0.16) is not reached in "
+            f"- Nested CV: it {_nested_result(w)}; the paper's CRM row (107, 0.19, 0.16) is not reached in "
             "any fold" + ("" if not any(
                 f["results"][name]["n_words_recall_gt0"] >= 107
                 and f["results"][name]["mean_R"] >= 0.19 and f["results"][name]["mean_P"] >= 0.16

@@ -14,33 +14,25 @@ from PIL import Image, JpegImagePlugin
 JPEG_MAGIC = b"\xff\xd8\xff"
 
 
-def register_image_formats() -> None:
-    """Let Pillow open HEIC/HEIF files through pillow-heif (idempotent)."""
-    global _REGISTERED
-    if _REGISTERED:
-        return
-    try:
-        from pillow_heif import register_heif_opener
-    except ImportError:  # without it, HEIC files are reported as unreadable images
-        return
+try:  # without pillow-heif, HEIC files are reported as unreadable images
+    from pillow_heif import register_heif_opener
+except ImportError:
+    pass
+else:
     register_heif_opener()
-    _REGISTERED = True
 
 
-_REGISTERED = False
-register_image_formats()
-
-
-def open_image(source: bytes | str | os.PathLike) -> Image.Image:
+def open_image(source: bytes | str | os.PathLike, formats=None) -> Image.Image:
     """Open image bytes or a file lazily (header only). JPEGs are opened by the JPEG plugin
     itself, which skips Pillow's global pixel limit: callers apply their own limit (or trust an
-    indexed file) and use draft mode, which decodes at down to 1/8 scale."""
+    indexed file) and use draft mode, which decodes at down to 1/8 scale. Other images go
+    through ``Image.open`` (``formats``: the Pillow formats to try, default all)."""
     if isinstance(source, bytes):
         if source[:3] == JPEG_MAGIC:
             return JpegImagePlugin.JpegImageFile(io.BytesIO(source))
-        return Image.open(io.BytesIO(source))
+        return Image.open(io.BytesIO(source), formats=formats)
     with open(source, "rb") as f:
         magic = f.read(3)
     if magic == JPEG_MAGIC:
         return JpegImagePlugin.JpegImageFile(os.fspath(source))
-    return Image.open(source)
+    return Image.open(source, formats=formats)

@@ -9,6 +9,7 @@ from collections import Counter
 import numpy as np
 from scipy import sparse
 
+from xmodal.errors import XmodalError
 from xmodal.eval.protocols import Direction, Protocol, pairs_to_relevance, register
 
 
@@ -95,7 +96,6 @@ def folder(data=None, captions=None) -> Protocol:
     """Your own captioned photos: ``data`` is the folder, ``captions`` a CSV/JSONL caption file
     (image names relative to the folder). Every captioned photo x all captions."""
     from xmodal.data import load_image_folder
-    from xmodal.errors import XmodalError
 
     if data is None or captions is None:
         raise XmodalError("the folder protocol needs the photo folder (--data FOLDER) and a "

@@ -11,14 +11,13 @@ JPEG is refused). Caption files are UTF-8 text, one caption per line, optionally
 from __future__ import annotations
 
 import asyncio
-import io
 import warnings
 
 from fastapi import UploadFile
 from PIL import Image, ImageFile, UnidentifiedImageError
 from starlette.concurrency import run_in_threadpool
 
-from xmodal.data.image_files import JPEG_MAGIC, open_image
+from xmodal.data.image_files import open_image
 from xmodal.server.errors import ApiError
 from xmodal.server.limits import ServerLimits
 
@@ -43,10 +42,8 @@ def decode_image(data: bytes, limits: ServerLimits) -> Image.Image:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
-            if data[:3] == JPEG_MAGIC:  # our own limit below replaces Pillow's for JPEG
-                image = open_image(data)
-            else:
-                image = Image.open(io.BytesIO(data), formats=IMAGE_FORMATS)
+            # JPEG skips Pillow's pixel limit: max_jpeg_pixels below replaces it
+            image = open_image(data, formats=IMAGE_FORMATS)
     except (Image.DecompressionBombError, Image.DecompressionBombWarning):
         raise ApiError(413, _too_many_pixels_message(limits.max_image_pixels)) from None
     except UnidentifiedImageError:
