@@ -1062,7 +1062,9 @@ def write_report(results: dict) -> None:
         lines += ["", "Selected hyperparameters (dev split): " + "; ".join(
             f"{n}: {m['params']}" for n, m in fl["models"].items()), ""]
         lines += [
-            "Exploration on the dev split only (not in the tables, never run on test): the "
+            "Exploration on the dev split only (not in the tables, never run on test; "
+            "`python scripts/flickr_crm_temperature_dev.py`, "
+            "`benchmarks/results/flickr_crm_temperature_dev.json`): the "
             "posterior temperature that helps on Corel5K also helps the EfficientNet-Lite0 CRM "
             "here. Its best dev mean F1 rises from 0.109 (t = 1) to 0.128 (t 0.2, beta 0.1, mu "
             "0.3, word-prior power 0.5; 271 words, R 0.125, P 0.196), still far below the "
