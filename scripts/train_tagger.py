@@ -33,6 +33,7 @@ def main() -> None:
     from xmodal.eval.metrics import annotation_metrics
     from xmodal.features.keywords import build_keyword_vocabulary, image_keyword_matrix
     from xmodal.models.tagger import KeywordHead, flickr8k_pooled_features, select_keyword_head
+    from xmodal.provenance import provenance
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -56,15 +57,14 @@ def main() -> None:
     print(f"selected l2={best[0]} prior_power={best[1]}; test mean P {r['mean_P']:.3f} "
           f"R {r['mean_R']:.3f} F1 {r['mean_F1']:.3f} words>0 {r['n_words_recall_gt0']}",
           file=sys.stderr)
-    model.save(
-        args.out,
+    model.save(args.out, provenance=provenance(
         trained_on="Flickr8K official train split (6,000 images), keywords from captions",
         keyword_vocabulary=vocab.describe(),
         test_annotation={k: r[k] for k in ("mean_P", "mean_R", "mean_F1",
                                            "n_words_recall_gt0", "n_words")},
         command="python scripts/train_tagger.py",
         selection=rows,
-    )
+    ))
     size = sum(p.stat().st_size for p in args.out.iterdir())
     print(f"saved {args.out} ({size / 1e6:.2f} MB)", file=sys.stderr)
 

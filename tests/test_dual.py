@@ -91,7 +91,7 @@ def test_save_load_round_trip(trained, tmp_path):
     model.save(tmp_path / "m")
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     assert cfg["type"] == "dual-encoder"
-    with np.load(tmp_path / "m" / "weights.npz", allow_pickle=False) as z:
+    with np.load(tmp_path / "m" / "arrays.npz", allow_pickle=False) as z:
         assert all(z[k].dtype == np.float16 for k in z.files)
     loaded = load_embedding_model(tmp_path / "m")
     assert isinstance(loaded, DualEncoder) and loaded.dim == model.dim

@@ -26,15 +26,16 @@ Public surface::
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Protocol as TypingProtocol
+from typing import Any
+from typing import Protocol as TypingProtocol
 
 import numpy as np
 
 from xmodal.errors import XmodalError
+from xmodal.models.modeldir import read_model_dir, write_model_dir
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "dual"
 MODEL_TYPE = "dual-encoder"
@@ -212,45 +213,34 @@ class DualEncoder:
             "image_input": self.image_input,
         }
 
-    def save(self, path: str | os.PathLike) -> Path:
-        """Write ``config.json`` + ``weights.npz`` (float16, no pickle) to directory ``path``."""
-        out = Path(path)
-        out.mkdir(parents=True, exist_ok=True)
+    SAVE_TYPE = MODEL_TYPE
+    SAVE_VERSION = 2  # version 1: weights.npz beside a config without state/provenance
+
+    def save(self, path: str | os.PathLike, provenance: dict | None = None) -> Path:
+        """Write the model directory ``path`` (float16 arrays, no pickle); ``meta_`` (how it
+        was trained and selected) is saved as its provenance."""
         arrays: dict[str, np.ndarray] = {"class_text": self._class_text().astype(np.float16)}
         if self.has_heads:
             for k, v in self.heads_.state_arrays().items():
                 arrays[f"heads.{k}"] = v.astype(np.float16)
-        np.savez_compressed(out / "weights.npz", **arrays)
-        config = {
-            "type": MODEL_TYPE,
-            "version": 1,
-            "params": self.get_params(),
-            "has_heads": self.has_heads,
-            "heads": self.heads_.config() if self.has_heads else None,
-            "meta": self.meta_,
-        }
-        (out / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-        return out
+        state = {"has_heads": self.has_heads,
+                 "heads": self.heads_.config() if self.has_heads else None}
+        return write_model_dir(path, type=MODEL_TYPE, version=self.SAVE_VERSION,
+                               params=self.get_params(), arrays=arrays, state=state,
+                               provenance={**self.meta_, **(provenance or {})})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> DualEncoder:
-        folder = Path(path)
-        cfg_file = folder / "config.json"
-        if not cfg_file.is_file():
-            raise XmodalError(f"{folder} is not a saved dual encoder (no config.json)")
-        cfg = json.loads(cfg_file.read_text())
-        if cfg.get("type") != MODEL_TYPE:
-            raise XmodalError(f"{cfg_file}: type {cfg.get('type')!r} is not {MODEL_TYPE!r}")
-        model = cls(**cfg["params"])
-        with np.load(folder / "weights.npz", allow_pickle=False) as z:
-            arrays = {k: z[k].astype(np.float32) for k in z.files}
+        saved = read_model_dir(path, MODEL_TYPE, cls.SAVE_VERSION, "dual encoder")
+        model = cls(**saved.params)
+        arrays = {k: v.astype(np.float32) for k, v in saved.arrays.items()}
         model.class_text_ = arrays["class_text"]
-        if cfg.get("has_heads"):
+        if saved.state.get("has_heads"):
             from xmodal.models.dual_heads import heads_from_arrays
 
             heads_arrays = {k[6:]: v for k, v in arrays.items() if k.startswith("heads.")}
-            model.heads_ = heads_from_arrays(cfg["heads"], heads_arrays)
-        model.meta_ = cfg.get("meta", {})
+            model.heads_ = heads_from_arrays(saved.state["heads"], heads_arrays)
+        model.meta_ = saved.provenance
         return model
 
 

@@ -43,6 +43,7 @@ from xmodal.features.image_kernels import (
     pyramid_histograms,
 )
 from xmodal.models.kcca import KCCA, LandmarkKernel, PrecomputedKernel
+from xmodal.models.modeldir import read_model_dir, write_model_dir
 from xmodal.paths import cache_dir
 
 KAPPAS = (0.1, 0.5, 1.0, 5.0)
@@ -438,19 +439,21 @@ class HodoshKCCA:
         return out
 
     # persistence ------------------------------------------------------------------------------
-    def save(self, directory: str | Path) -> Path:
-        d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        cfg = self.config() | {
+    SAVE_TYPE, SAVE_VERSION = "hodosh-kcca", 1
+
+    def get_params(self) -> dict:
+        return {k: v for k, v in self.config().items() if k != "type"}
+
+    def save(self, directory: str | Path, provenance: dict | None = None) -> Path:
+        state = {
             "selected": self.selected_,
             "landmarks": self.landmarks_,
             "pivot_cols": self.pivot_cols_,
             "pivot_items": self.pivot_items_,
             "fit_seconds": round(self.fit_seconds_, 1),
             "train_ids_hash": _hash(self.hd_.train_ids),
+            "dev_grid": self.dev_grid_,
         }
-        (d / "config.json").write_text(json.dumps(cfg, indent=1))
-        (d / "dev_grid.json").write_text(json.dumps(self.dev_grid_))
         m = self.model_
         f32 = lambda a: np.asarray(a, dtype=np.float32)  # noqa: E731 - halves the files
         arrays = {
@@ -469,37 +472,31 @@ class HodoshKCCA:
             wx, wy = self.weights_[k]
             arrays[f"wx_{k}"] = np.asarray(wx[:, :n], dtype=np.float32)
             arrays[f"wy_{k}"] = np.asarray(wy[:, :n], dtype=np.float32)
-        np.savez(d / "kcca.npz", **arrays)
-        return d
+        return write_model_dir(directory, type=self.SAVE_TYPE, version=self.SAVE_VERSION,
+                               params=self.get_params(), arrays=arrays, state=state,
+                               provenance=provenance)
 
     @classmethod
     def load(cls, directory: str | Path, hd: HodoshData | None = None) -> HodoshKCCA:
-        d = Path(directory)
-        cfg_file = d / "config.json"
-        if not cfg_file.is_file() or not (d / "kcca.npz").is_file():
-            raise XmodalError(f"{d} is not a saved Hodosh KCCA system (config.json + kcca.npz)")
-        cfg = json.loads(cfg_file.read_text())
-        keys = ("text_kernel", "image_kernel", "power", "diag_factor", "rank", "n_landmarks",
-                "kappas", "n_grid", "seed")
-        sys_ = cls(**{k: cfg[k] for k in keys}, text_landmarks=cfg.get("text_landmarks", False))
+        saved = read_model_dir(directory, cls.SAVE_TYPE, cls.SAVE_VERSION, "Hodosh KCCA system")
+        sys_ = cls(**saved.params)
         sys_.hd_ = hd or load_hodosh_data()
-        sys_.selected_ = cfg["selected"]
-        sys_.landmarks_ = cfg["landmarks"]
-        sys_.pivot_cols_ = cfg["pivot_cols"]
-        sys_.pivot_items_ = cfg["pivot_items"]
-        sys_.fit_seconds_ = cfg.get("fit_seconds", float("nan"))
-        grid = d / "dev_grid.json"
-        sys_.dev_grid_ = json.loads(grid.read_text()) if grid.is_file() else []
+        st = saved.state
+        sys_.selected_ = st["selected"]
+        sys_.landmarks_ = st["landmarks"]
+        sys_.pivot_cols_ = st["pivot_cols"]
+        sys_.pivot_items_ = st["pivot_items"]
+        sys_.fit_seconds_ = st.get("fit_seconds", float("nan"))
+        sys_.dev_grid_ = st.get("dev_grid", [])
         m = KCCA(rank=sys_.rank, diag_factor=sys_.diag_factor)
-        with np.load(d / "kcca.npz") as z:
-            f64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
-            m.lx_, m.ly_ = f64(z["lx"]), f64(z["ly"])
-            m.mean_x_, m.mean_y_ = f64(z["mean_x"]), f64(z["mean_y"])
-            m.pivots_x_, m.pivots_y_ = z["pivots_x"], z["pivots_y"]
-            sys_.weights_ = {
-                float(k[3:]): (f64(z[k]), f64(z["wy_" + k[3:]]))
-                for k in z.files if k.startswith("wx_")
-            }
+        z = saved.arrays
+        f64 = lambda a: np.asarray(a, dtype=np.float64)  # noqa: E731
+        m.lx_, m.ly_ = f64(z["lx"]), f64(z["ly"])
+        m.mean_x_, m.mean_y_ = f64(z["mean_x"]), f64(z["mean_y"])
+        m.pivots_x_, m.pivots_y_ = z["pivots_x"], z["pivots_y"]
+        sys_.weights_ = {
+            float(k[3:]): (f64(z[k]), f64(z["wy_" + k[3:]])) for k in z if k.startswith("wx_")
+        }
         sys_.model_ = m
         return sys_
 

@@ -21,7 +21,6 @@ Similarity in the induced space is the cosine of the first ``n`` canonical proje
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Protocol
 
@@ -29,6 +28,7 @@ import numpy as np
 from scipy import linalg, sparse
 
 from xmodal.errors import XmodalError
+from xmodal.models.modeldir import read_model_dir, write_model_dir
 
 
 class KernelSource(Protocol):
@@ -287,49 +287,22 @@ class KCCA:
         return zx @ zy.T
 
     # -- persistence -------------------------------------------------------------------------
-    def save(self, directory: str | Path, extra_config: dict | None = None) -> None:
-        d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        config = {
-            "type": "kcca",
-            "kappa": self.kappa,
-            "n_components": self.n_components,
-            "rank": self.rank,
-            "diag_factor": self.diag_factor,
-            "center": self.center,
-        }
-        config.update(extra_config or {})
-        (d / "config.json").write_text(json.dumps(config, indent=2))
-        np.savez(
-            d / "kcca.npz",
-            pivots_x=self.pivots_x_,
-            pivots_y=self.pivots_y_,
-            lx=self.lx_,
-            ly=self.ly_,
-            mean_x=self.mean_x_,
-            mean_y=self.mean_y_,
-            wx=self.wx_,
-            wy=self.wy_,
-            correlations=self.correlations_,
-        )
+    SAVE_TYPE, SAVE_VERSION = "kcca", 1
+    _ARRAYS = ("pivots_x", "pivots_y", "lx", "ly", "mean_x", "mean_y", "wx", "wy", "correlations")
+
+    def get_params(self) -> dict:
+        return {"kappa": self.kappa, "n_components": self.n_components, "rank": self.rank,
+                "diag_factor": self.diag_factor, "center": self.center}
+
+    def save(self, directory: str | Path, provenance: dict | None = None) -> Path:
+        arrays = {k: getattr(self, k + "_") for k in self._ARRAYS}
+        return write_model_dir(directory, type=self.SAVE_TYPE, version=self.SAVE_VERSION,
+                               params=self.get_params(), arrays=arrays, provenance=provenance)
 
     @classmethod
     def load(cls, directory: str | Path) -> KCCA:
-        d = Path(directory)
-        if not (d / "config.json").is_file() or not (d / "kcca.npz").is_file():
-            raise XmodalError(f"{d} is not a saved KCCA model (needs config.json and kcca.npz)")
-        cfg = json.loads((d / "config.json").read_text())
-        model = cls(
-            kappa=cfg["kappa"],
-            n_components=cfg.get("n_components"),
-            rank=cfg.get("rank", 2000),
-            diag_factor=cfg.get("diag_factor", 1.0),
-            center=cfg.get("center", True),
-        )
-        with np.load(d / "kcca.npz") as z:
-            model.pivots_x_, model.pivots_y_ = z["pivots_x"], z["pivots_y"]
-            model.lx_, model.ly_ = z["lx"], z["ly"]
-            model.mean_x_, model.mean_y_ = z["mean_x"], z["mean_y"]
-            model.wx_, model.wy_ = z["wx"], z["wy"]
-            model.correlations_ = z["correlations"]
+        saved = read_model_dir(directory, cls.SAVE_TYPE, cls.SAVE_VERSION, "KCCA")
+        model = cls(**saved.params)
+        for k in cls._ARRAYS:
+            setattr(model, k + "_", saved.arrays[k])
         return model

@@ -24,7 +24,6 @@ protocol with the hyperparameters selected by 5-fold cross-validation on the tra
 
 from __future__ import annotations
 
-import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ import numpy as np
 from xmodal.errors import XmodalError
 from xmodal.models.cca import LinearCCA
 from xmodal.models.distances import check_metric, similarity
+from xmodal.models.modeldir import read_config, read_model_dir, write_model_dir
 
 # Hyperparameters selected on the training split only (5-fold CV; see reports/wikipedia.md).
 CCA_DIM = 9  # the paper's choice
@@ -52,7 +52,6 @@ KSMQE_C_TEXT = 10.0
 KSMQE_K = 40
 KSMQE_WEIGHT = 0.3
 
-ARRAYS = "arrays.npz"
 
 
 # -- small helpers ------------------------------------------------------------------------------
@@ -160,7 +159,8 @@ def exp_chi2_kernel(x: np.ndarray, y: np.ndarray, gamma: float) -> np.ndarray:
 class _CrossModal:
     """Shared surface: score = similarity of the two embeddings; save/load as config + arrays."""
 
-    model_type = ""
+    model_type = ""  # the saved-model type (xmodal.models.modeldir)
+    SAVE_VERSION = 1
     _params: tuple[str, ...] = ()
 
     def get_params(self) -> dict[str, Any]:
@@ -188,27 +188,17 @@ class _CrossModal:
     def _set_state(self, arrays: dict[str, np.ndarray]) -> None:
         raise NotImplementedError
 
-    def save(self, directory: str | Path) -> Path:
+    def save(self, directory: str | Path, provenance: dict | None = None) -> Path:
         self._check_fitted()
-        d = Path(directory)
-        d.mkdir(parents=True, exist_ok=True)
-        config = {"type": self.model_type, **self.get_params()}
-        (d / "config.json").write_text(json.dumps(config, indent=2) + "\n")
-        np.savez(d / ARRAYS, **self._state())
-        return d
+        return write_model_dir(directory, type=self.model_type, version=self.SAVE_VERSION,
+                               params=self.get_params(), arrays=self._state(),
+                               provenance=provenance)
 
     @classmethod
     def load(cls, directory: str | Path):
-        d = Path(directory)
-        cfg_file, arr_file = d / "config.json", d / ARRAYS
-        if not cfg_file.is_file() or not arr_file.is_file():
-            raise XmodalError(f"{d} is not a saved model directory (needs config.json and {ARRAYS})")
-        cfg = json.loads(cfg_file.read_text())
-        if cfg.get("type") != cls.model_type:
-            raise XmodalError(f"{d} holds a {cfg.get('type')!r} model, not {cls.model_type!r}")
-        model = cls(**{k: cfg[k] for k in cls._params if k in cfg})
-        with np.load(arr_file, allow_pickle=False) as z:
-            model._set_state({k: z[k] for k in z.files})
+        saved = read_model_dir(directory, cls.model_type, cls.SAVE_VERSION)
+        model = cls(**saved.params)
+        model._set_state(saved.arrays)
         model.fitted_ = True
         return model
 
@@ -530,12 +520,9 @@ _LOCK = threading.Lock()
 
 def load_model(directory: str | Path) -> _CrossModal:
     """Load any model of this module saved with ``save(directory)``."""
-    cfg_file = Path(directory) / "config.json"
-    if not cfg_file.is_file():
-        raise XmodalError(f"{directory} is not a saved model directory (no config.json)")
-    kind = json.loads(cfg_file.read_text()).get("type")
+    kind = read_config(directory).get("type")
     if kind not in _BY_TYPE:
-        raise XmodalError(f"{cfg_file}: type {kind!r} is not one of {sorted(_BY_TYPE)}")
+        raise XmodalError(f"{directory}: type {kind!r} is not one of {sorted(_BY_TYPE)}")
     return _BY_TYPE[kind].load(directory)
 
 

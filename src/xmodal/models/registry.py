@@ -11,12 +11,12 @@ Model families live in their own modules; each exports ``EVAL_MODELS: dict[str, 
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from xmodal.errors import XmodalError
+from xmodal.models.modeldir import read_config
 
 Scorer = Callable[..., Any]
 
@@ -52,10 +52,8 @@ def get_scorer(name_or_path: str, protocol_name: str) -> Scorer:
     """The scorer for a registered model name or a saved model directory."""
     path = Path(name_or_path)
     if path.is_dir():
+        kind = read_config(path).get("type")
         config_file = path / "config.json"
-        if not config_file.is_file():
-            raise XmodalError(f"{path} is not a saved xmodal model (no config.json)")
-        kind = json.loads(config_file.read_text()).get("type")
         for module in PROVIDERS:
             mod = _provider(module)
             loaders = getattr(mod, "SAVED_MODEL_TYPES", {}) if mod else {}

@@ -28,7 +28,6 @@ Models save to a directory with ``config.json`` + ``arrays.npz`` (no pickle).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from scipy import sparse
 from scipy.special import logsumexp
 
 from xmodal.errors import XmodalError
+from xmodal.models.modeldir import read_config, read_model_dir, write_model_dir
 
 _LOG_FLOOR = -700.0  # exp() of anything below this is 0 in float64
 
@@ -230,7 +230,8 @@ def query_relevance(queries: Sequence[Sequence[int]], labels: np.ndarray) -> spa
 class _RelevanceModel:
     """Shared scoring given a (test x train) log-likelihood of the image part."""
 
-    kind = ""
+    kind = ""  # the saved-model type (xmodal.models.modeldir)
+    SAVE_VERSION = 1
     vocabulary_: list[str]
     log_pw_: np.ndarray  # (n_train, n_words) log P(w|J)
 
@@ -300,14 +301,12 @@ class _RelevanceModel:
     def _arrays(self) -> dict[str, np.ndarray]:
         raise NotImplementedError
 
-    def save(self, path: str | os.PathLike) -> Path:
+    def save(self, path: str | os.PathLike, provenance: dict | None = None) -> Path:
         self._check_fitted()
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        config = {"type": self.kind, "vocabulary": list(self.vocabulary_), **self._config()}
-        (path / "config.json").write_text(json.dumps(config, indent=1))
-        np.savez_compressed(path / "arrays.npz", **self._arrays())
-        return path
+        return write_model_dir(path, type=self.kind, version=self.SAVE_VERSION,
+                               params=self._config(), arrays=self._arrays(),
+                               state={"vocabulary": list(self.vocabulary_)},
+                               provenance=provenance)
 
 
 def _as_labels(labels, n_images: int) -> np.ndarray:
@@ -405,13 +404,12 @@ class CMRM(_RelevanceModel):
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> CMRM:
-        config, arrays = _read(path, cls.kind)
-        m = cls(config["alpha"], config["beta"], config["smoothing"], config["prior_power"],
-                config.get("temperature", 1.0))
+        saved = read_model_dir(path, cls.kind, cls.SAVE_VERSION)
+        m, arrays = cls(**saved.params), saved.arrays
         m.log_pb_ = arrays["log_pb"].astype(np.float64)
         m.log_pw_ = arrays["log_pw"].astype(np.float64)
         m.word_prior_ = arrays["word_prior"].astype(np.float64)
-        m.vocabulary_ = config["vocabulary"]
+        m.vocabulary_ = saved.state["vocabulary"]
         return m
 
 
@@ -448,6 +446,8 @@ class CRM(_RelevanceModel):
         self.prior_power = prior_power
         self.chunk = chunk
         self.temperature = temperature
+        # Corel5K only: the blob embedding its region vectors were made with (save_corel_crm)
+        self.blob_embedding_: np.ndarray | None = None
 
     def fit(self, regions, labels, vocabulary: Sequence[str] | None = None) -> CRM:
         r = as_region_sets(regions)
@@ -544,46 +544,31 @@ class CRM(_RelevanceModel):
             "mean": self.mean_,
             "scale": self.scale_,
             "word_counts": sparse.csr_matrix(self.word_counts_).toarray().astype(np.uint8),
-        }
+        } | ({} if self.blob_embedding_ is None else {"blob_embedding": self.blob_embedding_})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> CRM:
-        config, arrays = _read(path, cls.kind)
-        m = cls(config["beta"], config["mu"], config["standardize"], config["prior_power"],
-                temperature=config.get("temperature", 1.0))
+        saved = read_model_dir(path, cls.kind, cls.SAVE_VERSION)
+        m, arrays = cls(**saved.params), saved.arrays
         m.regions_ = arrays["regions"].astype(np.float32)
         m.offsets_ = arrays["offsets"].astype(np.int64)
         m.mean_ = arrays["mean"].astype(np.float64)
         m.scale_ = arrays["scale"].astype(np.float64)
         m._set_words(arrays["word_counts"].astype(np.float64))
-        m.vocabulary_ = config["vocabulary"]
+        m.vocabulary_ = saved.state["vocabulary"]
+        if "blob_embedding" in arrays:
+            m.blob_embedding_ = arrays["blob_embedding"].astype(np.float64)
         return m
-
-
-def _read(path: str | os.PathLike, kind: str) -> tuple[dict, dict[str, np.ndarray]]:
-    path = Path(path)
-    cfg_file, arr_file = path / "config.json", path / "arrays.npz"
-    if not cfg_file.is_file() or not arr_file.is_file():
-        raise XmodalError(f"{path} is not a saved {kind} model (needs config.json + arrays.npz)")
-    config = json.loads(cfg_file.read_text())
-    if config.get("type") != kind:
-        raise XmodalError(f"{path} holds a {config.get('type')!r} model, not {kind!r}")
-    with np.load(arr_file, allow_pickle=False) as z:
-        arrays = {k: z[k] for k in z.files}
-    return config, arrays
 
 
 def load_model(path: str | os.PathLike) -> CMRM | CRM:
     """Load a saved CMRM or CRM directory."""
-    cfg = Path(path) / "config.json"
-    if not cfg.is_file():
-        raise XmodalError(f"{path} is not a saved relevance model (no config.json)")
-    kind = json.loads(cfg.read_text()).get("type")
+    kind = read_config(path, "relevance").get("type")
     if kind == "cmrm":
         return CMRM.load(path)
     if kind == "crm":
         return CRM.load(path)
-    raise XmodalError(f"{cfg}: not a relevance model type: {kind!r}")
+    raise XmodalError(f"{path}: not a relevance model type: {kind!r}")
 
 
 # --------------------------------------------------------------------------- evaluation glue
@@ -677,15 +662,11 @@ EVAL_MODELS = {
 }
 
 
-BLOB_EMBEDDING = "blob_embedding.npy"
-
-
 def save_corel_crm(model: CRM, embedding: np.ndarray, path: str | os.PathLike) -> Path:
     """Save a Corel5K CRM (see :func:`fit_corel_crm`) with its blob embedding, so that the
     directory can score blob vectors: ``xmodal eval --protocol corel5k --model DIR``."""
-    path = model.save(path)
-    np.save(path / BLOB_EMBEDDING, np.asarray(embedding, dtype=np.float64), allow_pickle=False)
-    return path
+    model.blob_embedding_ = np.asarray(embedding, dtype=np.float64)
+    return model.save(path)
 
 
 def _saved_blob_scorer(model, images_of):
@@ -706,15 +687,15 @@ def _saved_cmrm(path, protocol_name: str):
 
 def _saved_crm(path, protocol_name: str):
     """A saved Corel5K CRM directory (with its blob embedding) as a ``corel5k`` scorer."""
-    emb_file = Path(path) / BLOB_EMBEDDING
-    if protocol_name != "corel5k" or not emb_file.is_file():
+    model = CRM.load(path)
+    emb = model.blob_embedding_
+    if protocol_name != "corel5k" or emb is None:
         raise XmodalError(
             f"{path}: a saved CRM is evaluated on --protocol corel5k and needs its blob "
-            f"embedding ({BLOB_EMBEDDING}, written by save_corel_crm); CRMs over image regions "
+            "embedding (written by save_corel_crm); CRMs over image regions "
             "are used through `xmodal tag --model DIR`"
         )
-    emb = np.load(emb_file, allow_pickle=False)
-    return _saved_blob_scorer(CRM.load(path), lambda data: blob_regions(data.blobs_test, emb))
+    return _saved_blob_scorer(model, lambda data: blob_regions(data.blobs_test, emb))
 
 
 SAVED_MODEL_TYPES = {"cmrm": _saved_cmrm, "crm": _saved_crm}

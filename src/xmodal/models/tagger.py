@@ -1,13 +1,9 @@
 """Keyword tagging of any image: the engine behind ``xmodal tag`` and the server's tag endpoint.
 
-Two kinds of tagging model, both saved as a directory (``config.json`` + ``arrays.npz``):
-
-- ``keyword_head`` (:class:`KeywordHead`): a multi-label logistic regression on pooled
-  EfficientNet-Lite0 features (1280-d), one sigmoid per keyword: the neural comparison row of the
-  relevance-model report and the shipped default (it beats the CRM on Flickr8K keywords and is
-  small).
-- ``crm`` (:class:`xmodal.models.relevance.CRM`) on 4x4 grid colour/texture regions
-  (:mod:`xmodal.features.regions`), when its config has ``"regions": "grid"``.
+The tagging model, ``keyword_head`` (:class:`KeywordHead`), is a multi-label logistic regression
+on pooled EfficientNet-Lite0 features (1280-d), one sigmoid per keyword: the neural comparison row
+of the relevance-model report and the shipped default (it beats the CRM on Flickr8K keywords and
+is small). It is saved in the one model-directory format (:mod:`xmodal.models.modeldir`).
 
     from xmodal.models.tagger import load_default_tagger
     tagger = load_default_tagger()
@@ -19,7 +15,6 @@ The default model lives in ``xmodal/assets/tag/`` (trained by ``scripts/train_ta
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Sequence
 from functools import lru_cache
@@ -29,6 +24,7 @@ import numpy as np
 from PIL import Image
 
 from xmodal.errors import XmodalError
+from xmodal.models.modeldir import read_config, read_model_dir, write_model_dir
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "tag"
 
@@ -121,34 +117,36 @@ class KeywordHead:
         log_p = -np.logaddexp(0.0, -z)  # log sigmoid
         return np.asarray(q @ log_p.T)
 
-    def save(self, path: str | os.PathLike, **extra) -> Path:
-        path = Path(path)
-        path.mkdir(parents=True, exist_ok=True)
-        config = {"type": self.kind, "features": "efficientnet-lite0-pooled", "l2": self.l2,
-                  "prior_power": self.prior_power, "vocabulary": self.vocabulary_, **extra}
-        (path / "config.json").write_text(json.dumps(config, indent=1))
-        np.savez_compressed(
-            path / "arrays.npz",
-            coef=self.coef_.astype(np.float16),
-            intercept=self.intercept_.astype(np.float32),
-            mean=self.mean_.astype(np.float32),
-            scale=self.scale_.astype(np.float32),
-            word_prior=self.word_prior_.astype(np.float32),
-        )
-        return path
+    SAVE_VERSION = 1
+    FEATURES = "efficientnet-lite0-pooled"
+
+    def get_params(self) -> dict:
+        return {"l2": self.l2, "prior_power": self.prior_power, "max_iter": self.max_iter,
+                "seed": self.seed}
+
+    def save(self, path: str | os.PathLike, provenance: dict | None = None) -> Path:
+        arrays = {"coef": self.coef_.astype(np.float16),
+                  "intercept": self.intercept_.astype(np.float32),
+                  "mean": self.mean_.astype(np.float32),
+                  "scale": self.scale_.astype(np.float32),
+                  "word_prior": self.word_prior_.astype(np.float32)}
+        return write_model_dir(path, type=self.kind, version=self.SAVE_VERSION,
+                               params=self.get_params(), arrays=arrays,
+                               state={"features": self.FEATURES,
+                                      "vocabulary": list(self.vocabulary_)},
+                               provenance=provenance)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> KeywordHead:
-        path = Path(path)
-        config = json.loads((path / "config.json").read_text())
-        m = cls(l2=config.get("l2", 0.0), prior_power=config.get("prior_power", 0.0))
-        with np.load(path / "arrays.npz", allow_pickle=False) as z:
-            m.coef_ = z["coef"].astype(np.float32)
-            m.intercept_ = z["intercept"].astype(np.float32)
-            m.mean_ = z["mean"].astype(np.float32)
-            m.scale_ = z["scale"].astype(np.float32)
-            m.word_prior_ = z["word_prior"].astype(np.float32)
-        m.vocabulary_ = list(config["vocabulary"])
+        saved = read_model_dir(path, cls.kind, cls.SAVE_VERSION, "tagging")
+        m = cls(**saved.params)
+        z = saved.arrays
+        m.coef_ = z["coef"].astype(np.float32)
+        m.intercept_ = z["intercept"].astype(np.float32)
+        m.mean_ = z["mean"].astype(np.float32)
+        m.scale_ = z["scale"].astype(np.float32)
+        m.word_prior_ = z["word_prior"].astype(np.float32)
+        m.vocabulary_ = list(saved.state["vocabulary"])
         return m
 
 
@@ -172,10 +170,6 @@ class Tagger:
             from xmodal.features.image_encoder import extract_image_features
 
             return extract_image_features(list(images), cache=False, progress=False).pooled
-        if self.features == "grid":
-            from xmodal.features.regions import grid_regions
-
-            return grid_regions(list(images), cache=False)
         raise XmodalError(f"unknown tagger features {self.features!r}")
 
     def scores(self, images: Sequence[ImageInput]) -> np.ndarray:
@@ -209,24 +203,12 @@ class Tagger:
 
 
 def load_tagger(path: str | os.PathLike) -> Tagger:
-    """A tagger from a saved model directory (``keyword_head``, or ``crm`` on grid regions)."""
-    path = Path(path)
-    cfg = path / "config.json"
-    if not cfg.is_file() or not (path / "arrays.npz").is_file():
-        raise XmodalError(f"{path} is not a saved tagging model (needs config.json + arrays.npz)")
-    try:
-        config = json.loads(cfg.read_text())
-    except json.JSONDecodeError as exc:
-        raise XmodalError(f"{cfg}: invalid JSON ({exc})") from None
-    kind = config.get("type")
-    if kind == KeywordHead.kind:
-        return Tagger(KeywordHead.load(path), "efficientnet-lite0-pooled", path)
-    if kind == "crm" and config.get("regions") == "grid":
-        from xmodal.models.relevance import CRM
-
-        return Tagger(CRM.load(path), "grid", path)
-    raise XmodalError(f"{cfg}: not a tagging model (type {kind!r}); train one with "
-                      "`xmodal train tagger`")
+    """A tagger from a saved ``keyword_head`` model directory."""
+    kind = read_config(path, "tagging").get("type")
+    if kind != KeywordHead.kind:
+        raise XmodalError(f"{Path(path) / 'config.json'}: not a tagging model (type {kind!r}); "
+                          "train one with `xmodal train tagger`")
+    return Tagger(KeywordHead.load(path), KeywordHead.FEATURES, Path(path))
 
 
 @lru_cache(maxsize=1)
@@ -278,6 +260,7 @@ def train_keyword_tagger(
     from xmodal.data.folder import load_image_folder
     from xmodal.features.image_encoder import extract_image_features
     from xmodal.features.keywords import build_keyword_vocabulary, image_keyword_matrix
+    from xmodal.provenance import provenance
 
     data = load_image_folder(folder, captions)
     ids = [i for i in data.image_ids if data.captions.get(i)]
@@ -301,9 +284,10 @@ def train_keyword_tagger(
                "held_out": {k: best[k] for k in ("mean_P", "mean_R", "mean_F1",
                                                   "n_words_recall_gt0", "n_words")},
                "selection": rows}
-    model.save(out, trained_on=f"{len(ids)} captioned photos under {Path(folder).resolve()}",
-               keyword_vocabulary=vocab.describe(), selection=rows,
-               held_out_annotation=summary["held_out"])
+    model.save(out, provenance=provenance(
+        trained_on=f"{len(ids)} captioned photos under {Path(folder).resolve()}",
+        keyword_vocabulary=vocab.describe(), selection=rows,
+        held_out_annotation=summary["held_out"]))
     return summary
 
 

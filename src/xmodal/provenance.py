@@ -1,0 +1,29 @@
+"""Where a number or a model came from: the git commit and the package version.
+
+Every result file and every saved model records its provenance through these two functions, so
+that there is one rule for "which code produced this".
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+_REPO = Path(__file__).resolve().parents[2]
+
+
+def git_commit(short: bool = True) -> str:
+    """The commit of the checkout the package runs from, ``"unknown"`` outside a git checkout."""
+    cmd = ["git", "rev-parse", "--short", "HEAD"] if short else ["git", "rev-parse", "HEAD"]
+    try:
+        return subprocess.run(cmd, cwd=_REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def provenance(**extra) -> dict:
+    """``{"xmodal": version, "git_commit": ...}`` plus ``extra`` (e.g. the setting's name)."""
+    from xmodal import __version__
+
+    return {"xmodal": __version__, "git_commit": git_commit(), **extra}
