@@ -6,7 +6,6 @@ import datetime as _dt
 import json
 import os
 import platform
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,11 +29,9 @@ def machine() -> dict:
 
 
 def commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
+    from xmodal.provenance import git_commit
+
+    return git_commit()
 
 
 def record(name: str, results: dict) -> Path:

@@ -39,9 +39,9 @@ def run(args: list[str]) -> tuple[float, float, str]:
 
 
 def main() -> None:
-    from xmodal.models.hodosh import _root
+    from xmodal.models.hodosh import cache_root
 
-    root = _root()
+    root = cache_root()
     cached = {
         "visual_words": any(root.glob("flickr8k-*/words.npz")),
         "image_kernels": sorted(p.name for p in (root / "image_kernels").glob("pyramid-*.npy")),
@@ -51,8 +51,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "tri5sem-exact"
         train_s, train_mb, summary = run(exe + [
-            "train", "kcca", "--text-kernel", "tri5sem", "--image-kernel", "pyramid",
-            "--landmarks", "6000", "--rank", "3000", "--out", str(out), "--json"])
+            "train", "kcca", "--setting", "tri5sem-full", "--out", str(out), "--json"])
         eval_s, eval_mb, report = run(exe + [
             "eval", "--protocol", "flickr8k-hodosh", "--model", str(out), "--json"])
     rep = json.loads(report)

@@ -46,14 +46,10 @@ def main() -> None:
 
     from benchmarks._record import record
     from xmodal.data import load_corel5k
+    from xmodal.eval.keyword_queries import query_relevance, word_combination_queries
     from xmodal.eval.metrics import retrieval_metrics
-    from xmodal.models.relevance import (
-        blob_regions,
-        fit_corel_cmrm,
-        fit_corel_crm,
-        query_relevance,
-        word_combination_queries,
-    )
+    from xmodal.models.relevance import blob_regions
+    from xmodal.recipes.corel5k import fit_corel_cmrm, fit_corel_crm
 
     d = load_corel5k()
     t0 = time.perf_counter()

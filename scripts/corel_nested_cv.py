@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -174,8 +173,9 @@ def main() -> None:
     d = load_corel5k()
     b, y, kw = d.blobs_train, d.labels_train, d.keywords
     out = json.loads(OUT.read_text()) if OUT.is_file() else {}
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, cwd=ROOT).stdout.strip()
+    from xmodal.provenance import git_commit
+
+    commit = git_commit()
     stamp = {"git_commit": commit, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
              "machine": "x86_64, 2 cores (shared)"}
     if args.part in ("all", "cmrm"):

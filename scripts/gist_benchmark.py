@@ -14,7 +14,6 @@ import argparse
 import datetime as _dt
 import json
 import platform
-import subprocess
 import sys
 import time
 import warnings
@@ -27,7 +26,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from xmodal.gist.benchmark import (  # noqa: E402
     GistQuery,
-    _known,
+    concept_predicate,
     literal_gist_queries,
     load_examples,
 )
@@ -81,12 +80,9 @@ def log(msg: str) -> None:
 
 
 def git_commit() -> str:
-    try:
-        return subprocess.check_output(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True
-        ).strip()
-    except Exception:
-        return "unknown"
+    from xmodal.provenance import git_commit as commit
+
+    return commit()
 
 
 # ---------------------------------------------------------------------- stage 1: queries + tags
@@ -168,7 +164,7 @@ def automatic_captions(queries, graph, fresh: bool) -> list[list[Mention]] | Non
     Xtr /= np.linalg.norm(Xtr, axis=1, keepdims=True) + 1e-12
     Xte /= np.linalg.norm(Xte, axis=1, keepdims=True) + 1e-12
     nn = np.argmax(Xte @ Xtr.T, axis=1)
-    nlp, known = load_nlp(), _known(graph)
+    nlp, known = load_nlp(), concept_predicate(graph)
     raw, out = [], []
     for q, j in zip(queries, nn):
         cap = sorted(ds.captions_of(train[j]), key=lambda c: c.index)[0].text
@@ -282,7 +278,7 @@ def run_examples(graph, ranker) -> list[dict]:
         ds = load_flickr8k(judgments=False)
     ex = load_examples()
     nlp = load_nlp()
-    known = _known(graph)
+    known = concept_predicate(graph)
     logits = image_logits([ds.image_path(e["image_id"]) for e in ex])
     out = []
     for e, z in zip(ex, logits):

@@ -64,17 +64,18 @@ def log(msg: str) -> None:
 
 
 def pool_scores(name: str, hd, refresh: bool = False) -> dict[str, np.ndarray]:
-    from xmodal.models.hodosh import SYSTEMS, _root, get_system, nn_scores
+    from xmodal.models.hodosh import cache_root
+    from xmodal.recipes.flickr8k import get_system, nn_scores
 
     caps, docs = hd.pool(hd.test_ids)
-    path = _root() / "scores" / f"{name}.npz"
+    path = cache_root() / "scores" / f"{name}.npz"
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_file() and not refresh:
         with np.load(path) as z:
             return {"i2t": z["i2t"], "t2i": z["t2i"]}
     t0 = time.time()
     base, single = name.removesuffix("@single"), name.endswith("@single")
-    if SYSTEMS[base][0] is None:
+    if base == "nn":
         s = nn_scores(hd, hd.test_ids, docs)
     else:
         s = get_system(base, hd).score(hd.test_ids, docs, "test-pool", single=single)
@@ -545,19 +546,17 @@ def main() -> None:
     ap.add_argument("--extra", default=None, help="Markdown file inserted after the preamble")
     args = ap.parse_args()
 
-    import subprocess
-
-    from xmodal.models.hodosh import _root, load_hodosh_data
+    from xmodal.models.hodosh import cache_root, load_hodosh_data
+    from xmodal.provenance import git_commit
 
     hd = load_hodosh_data()
     singles = args.singles if args.singles is not None else [s for s in args.systems if s != "nn"]
     res = evaluate(args.systems + [f"{s}@single" for s in singles], hd, args.refresh)
     res["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    res["git_commit"] = subprocess.run(["git", "rev-parse", "--short", "HEAD"],
-                                       capture_output=True, text=True).stdout.strip()
+    res["git_commit"] = git_commit()
     plot_recall_curves(res, Path(args.out).parent / "figures" / "hodosh_recall_at_k.png")
     ranks = res.pop("_gold_ranks")
-    (_root() / "results.json").write_text(json.dumps(res, indent=1, default=float))
+    (cache_root() / "results.json").write_text(json.dumps(res, indent=1, default=float))
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from benchmarks._record import record
 

@@ -18,13 +18,13 @@ import datetime as dt
 import itertools
 import json
 import platform
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
+from xmodal.eval.keyword_queries import query_relevance, word_combination_queries
 from xmodal.eval.metrics import annotation_metrics, retrieval_metrics
 from xmodal.models.relevance import (
     CMRM,
@@ -32,8 +32,6 @@ from xmodal.models.relevance import (
     RegionSets,
     blob_embedding,
     blob_regions,
-    query_relevance,
-    word_combination_queries,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -942,11 +940,9 @@ def _nested_cv_section() -> list[str]:
 
 
 def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except Exception:
-        return "unknown"
+    from xmodal.provenance import git_commit
+
+    return git_commit()
 
 
 def _f(x) -> str:

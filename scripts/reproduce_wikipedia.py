@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import platform
-import subprocess
 import sys
 import time
 import warnings
@@ -253,11 +252,9 @@ def image_to_image(s: np.ndarray, y: np.ndarray) -> float:
 
 
 def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True,
-                              text=True, check=True).stdout.strip()
-    except Exception:  # noqa: BLE001 - provenance only
-        return "unknown"
+    from xmodal.provenance import git_commit as commit
+
+    return commit(short=False)
 
 
 def plots(res: dict, cats: list[str], figdir: Path) -> None:

@@ -117,12 +117,12 @@ def test_load_errors(tmp_path):
 
 
 def test_registry_names():
-    from xmodal.models import dual
+    from xmodal.models.registry import list_models
+    from xmodal.recipes import flickr8k
 
-    assert "dual" in dual.EVAL_MODELS and "efficientnet-minilm-zeroshot" in dual.EVAL_MODELS
-    assert "openclip:ViT-B-32:/x.pt" in dual.EVAL_MODELS  # resolved lazily, not listed
-    assert "openclip:ViT-B-32:/x.pt" not in list(dual.EVAL_MODELS)
-    assert "dual-encoder" in dual.SAVED_MODEL_TYPES
+    assert "dual" in list_models() and "efficientnet-minilm-zeroshot" in list_models()
+    assert "openclip:ViT-B-32:/x.pt" not in list_models()  # resolved lazily, not listed
+    assert "dual-encoder" in flickr8k.SAVED_MODEL_SCORERS
 
 
 def test_default_model_contract_on_images():

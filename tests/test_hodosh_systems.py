@@ -64,10 +64,10 @@ def test_borda_of_identical_systems_keeps_order():
 
 
 def test_registry_exports():
-    from xmodal.models import hodosh
+    from xmodal.recipes import flickr8k
 
-    assert {"hodosh-nn", "hodosh-bow5", "hodosh-tri5sem"} <= set(hodosh.EVAL_MODELS)
-    assert "hodosh-kcca" in hodosh.SAVED_MODEL_TYPES
+    assert {"hodosh-nn", "hodosh-bow5", "hodosh-tri5sem"} <= {s.name for s in flickr8k.SETTINGS}
+    assert "hodosh-kcca" in flickr8k.SAVED_MODEL_SCORERS
     from xmodal.models.registry import list_models
 
     assert "hodosh-tri5sem" in list_models()
@@ -117,9 +117,9 @@ def test_saved_system_roundtrip(tmp_path):
 
 def test_scorers_are_per_direction():
     """Annotation and search use separate Borda ensembles: the runner must not share S."""
-    from xmodal.models import hodosh
+    from xmodal.recipes import get_setting
 
-    scorer = hodosh.EVAL_MODELS["hodosh-bow5"]("flickr8k-hodosh")
+    scorer = get_setting("hodosh-bow5").scorer("flickr8k-hodosh")
     assert getattr(scorer, "per_direction", False) is True
 
 
@@ -127,9 +127,10 @@ def test_full_kernel_variant_is_built_with_its_sizes(monkeypatch, tmp_path):
     """``tri5sem-full`` trains on every training image (exact kernels) at rank 3,000 and caches
     apart from the 1,500-landmark Tri5Sem."""
     from xmodal.models import hodosh
+    from xmodal.recipes import flickr8k
 
     monkeypatch.setenv("XMODAL_CACHE", str(tmp_path))
-    assert hodosh.system_dir("tri5sem-full") != hodosh.system_dir("tri5sem")
+    assert flickr8k.system_dir("tri5sem-full") != flickr8k.system_dir("tri5sem")
     built = {}
 
     def fake_fit(self, hd):
@@ -138,14 +139,14 @@ def test_full_kernel_variant_is_built_with_its_sizes(monkeypatch, tmp_path):
 
     monkeypatch.setattr(hodosh.HodoshKCCA, "fit", fake_fit)
     with pytest.raises(RuntimeError, match="stop before training"):
-        hodosh.get_system("tri5sem-full", hd=object())
+        flickr8k.get_system("tri5sem-full", hd=object())
     assert built["n_landmarks"] == 6000 and built["rank"] == 3000
     assert built["text_kernel"] == "tri5sem" and built["diag_factor"] == 4.0
     assert not built["text_landmarks"]  # the full Tri5Sem Gram matrix, not a Nystrom block
     assert max(built["n_grid"]) == 3000
     built.clear()
     with pytest.raises(RuntimeError):
-        hodosh.get_system("tri5sem", hd=object())
+        flickr8k.get_system("tri5sem", hd=object())
     assert built["n_landmarks"] == 1500 and built["rank"] == 1500 and built["text_landmarks"]
 
 

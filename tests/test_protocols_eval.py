@@ -12,7 +12,7 @@ import pytest
 from xmodal.errors import XmodalError
 from xmodal.eval.protocols import get_protocol, list_protocols
 from xmodal.eval.runner import run_eval
-from xmodal.models.random_model import EVAL_MODELS
+from xmodal.models.registry import get_scorer
 
 
 def test_all_protocols_registered():
@@ -39,7 +39,7 @@ def test_flickr_protocols(flickr8k_root):
 
 def test_wikipedia_random_map_near_chance(wikipedia_root):
     p = get_protocol("wikipedia", wikipedia_root.parent)
-    report = run_eval(p, EVAL_MODELS["random"]("wikipedia"), model="random", seed=0)
+    report = run_eval(p, get_scorer("random", "wikipedia"), model="random", seed=0)
     for direction in ("i2t", "t2i"):
         assert abs(report["directions"][direction]["MAP"] - 0.118) < 0.01
         assert report["n_queries"][direction] == 693

@@ -9,6 +9,7 @@ import pytest
 from scipy.special import logsumexp
 
 from xmodal.errors import XmodalError
+from xmodal.eval.keyword_queries import query_relevance, word_combination_queries
 from xmodal.models.relevance import (
     CMRM,
     CRM,
@@ -18,8 +19,6 @@ from xmodal.models.relevance import (
     load_model,
     log_matmul_exp,
     parse_queries,
-    query_relevance,
-    word_combination_queries,
 )
 
 
@@ -255,10 +254,10 @@ def test_corel5k_cmrm_reaches_the_paper_row(corel5k_root):
     with recall > 0 and mean precision / recall 0.10 / 0.09 over the test vocabulary."""
     from xmodal.data import load_corel5k
     from xmodal.eval.metrics import annotation_metrics
-    from xmodal.models.relevance import COREL_CMRM
+    from xmodal.recipes import get_setting
 
     d = load_corel5k(corel5k_root)
-    m = CMRM(**COREL_CMRM).fit(d.blobs_train, d.labels_train, d.keywords)
+    m = get_setting("cmrm").build().fit(d.blobs_train, d.labels_train, d.keywords)
     r = annotation_metrics(m.word_scores(d.blobs_test), d.labels_test, n=5)
     assert r["n_words_recall_gt0"] >= 66
     assert r["mean_R"] >= 0.09
@@ -283,7 +282,7 @@ def test_registry_scorer_on_corel5k_shapes(corel5k_root):
     q = scorer(proto, t2i, 0)
     assert q.shape == (500, 2)
     # a one-word query scores log P(w | image) = log sum_J P(J | image) P(w | J)
-    from xmodal.models.relevance import fit_corel_cmrm
+    from xmodal.recipes.corel5k import fit_corel_cmrm
 
     m = fit_corel_cmrm(d)
     sky = d.keywords.index("sky")
@@ -295,7 +294,7 @@ def test_saved_cmrm_directory_scores_like_the_registered_model(corel5k_root, tmp
     from xmodal.data import load_corel5k
     from xmodal.eval.protocols import Direction, Protocol
     from xmodal.models.registry import get_scorer
-    from xmodal.models.relevance import fit_corel_cmrm
+    from xmodal.recipes.corel5k import fit_corel_cmrm
 
     d = load_corel5k(corel5k_root)
     fit_corel_cmrm(d).save(tmp_path / "cm")
@@ -341,10 +340,10 @@ def test_corel5k_calibrated_cmrm_reaches_the_paper_cmrm_row(corel5k_root):
     folds only) against Table 1's CMRM row over the 260 test words seen in training."""
     from xmodal.data import load_corel5k
     from xmodal.eval.metrics import annotation_metrics
-    from xmodal.models.relevance import COREL_CMRM_CALIBRATED
+    from xmodal.recipes import get_setting
 
     d = load_corel5k(corel5k_root)
-    m = CMRM(**COREL_CMRM_CALIBRATED).fit(d.blobs_train, d.labels_train, d.keywords)
+    m = get_setting("cmrm-calibrated").build().fit(d.blobs_train, d.labels_train, d.keywords)
     mask = np.asarray(d.labels_train).sum(0) > 0
     r = annotation_metrics(m.word_scores(d.blobs_test), d.labels_test, n=5, word_mask=mask)
     assert r["n_words"] == 260
@@ -355,18 +354,18 @@ def test_corel5k_calibrated_cmrm_reaches_the_paper_cmrm_row(corel5k_root):
 
 def test_calibrated_cmrm_is_registered_with_its_cv_settings(corel5k_root):
     """``xmodal eval -p corel5k -m cmrm-calibrated`` scores with the report's CV-selected
-    temperature / word-prior row (COREL_CMRM_CALIBRATED)."""
+    temperature / word-prior row (setting cmrm-calibrated)."""
     from xmodal.data import load_corel5k
+    from xmodal.eval.metrics import annotation_metrics
     from xmodal.eval.protocols import Direction, Protocol
     from xmodal.models.registry import get_scorer
-    from xmodal.eval.metrics import annotation_metrics
-    from xmodal.models.relevance import COREL_CMRM_CALIBRATED
+    from xmodal.recipes import get_setting
 
     d = load_corel5k(corel5k_root)
     i2t = Direction("i2t", d.ids_test, d.keywords, d.keywords, None)
     proto = Protocol("corel5k", {"i2t": i2t}, dataset=d)
     s = get_scorer("cmrm-calibrated", "corel5k")(proto, i2t, 0)
-    ref = CMRM(**COREL_CMRM_CALIBRATED).fit(d.blobs_train, d.labels_train, d.keywords)
+    ref = get_setting("cmrm-calibrated").build().fit(d.blobs_train, d.labels_train, d.keywords)
     np.testing.assert_allclose(s, ref.word_scores(d.blobs_test), rtol=1e-9)
     r = annotation_metrics(s, d.labels_test, n=5, word_mask=d.labels_train.sum(0) > 0)
     assert (r["n_words_recall_gt0"], round(r["mean_R"], 3), round(r["mean_P"], 3)) == (77, 0.112, 0.108)
@@ -374,20 +373,21 @@ def test_calibrated_cmrm_is_registered_with_its_cv_settings(corel5k_root):
 
 def test_preregistered_wide_grid_cmrm_reaches_the_paper_cmrm_row(corel5k_root):
     """``xmodal eval -p corel5k -m cmrm-wide`` scores with the pre-registered setting
-    (COREL_CMRM_WIDE, chosen on training folds only); the report's paper metrics (Table 1: top-5
+    (setting cmrm-wide, chosen on training folds only); the report's paper metrics (Table 1: top-5
     annotation of the 260 test words seen in training; Table 2: retrieval by query length) match
     a direct computation and reach Table 1's CMRM row (66 words, R 0.09, P 0.10)."""
     from xmodal.data import load_corel5k
+    from xmodal.eval.keyword_queries import query_relevance, word_combination_queries
     from xmodal.eval.metrics import annotation_metrics, retrieval_metrics
     from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import run_eval
     from xmodal.models.registry import get_scorer
-    from xmodal.models.relevance import COREL_CMRM_WIDE, query_relevance, word_combination_queries
+    from xmodal.recipes import get_setting
 
     d = load_corel5k(corel5k_root)
     report = run_eval(get_protocol("corel5k", corel5k_root), get_scorer("cmrm-wide", "corel5k"))
     pm = report["paper_metrics"]
-    m = CMRM(**COREL_CMRM_WIDE).fit(d.blobs_train, d.labels_train, d.keywords)
+    m = get_setting("cmrm-wide").build().fit(d.blobs_train, d.labels_train, d.keywords)
     r = annotation_metrics(m.word_scores(d.blobs_test), d.labels_test, n=5,
                            word_mask=d.labels_train.sum(0) > 0)
     for k in ("n_words", "n_words_recall_gt0", "mean_R", "mean_P", "best49_mean_R"):
@@ -408,7 +408,7 @@ def test_preregistered_wide_grid_cmrm_reaches_the_paper_cmrm_row(corel5k_root):
 
 def test_preregistered_crm_is_our_best_corel_model(corel5k_root):
     """``xmodal eval -p corel5k -m crm-wide``: the CRM on blob embeddings with the pre-registered
-    temperature and word-prior power (COREL_CRM_WIDE) beats the pre-registered CMRM on top-5
+    temperature and word-prior power (setting crm-wide) beats the pre-registered CMRM on top-5
     annotation and on retrieval MAP at every query length, with the report's numbers."""
     from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import run_eval
@@ -430,7 +430,7 @@ def test_saved_corel_crm_directory_scores_like_the_registered_model(corel5k_root
     from xmodal.errors import XmodalError
     from xmodal.eval.protocols import Direction, Protocol
     from xmodal.models.registry import get_scorer
-    from xmodal.models.relevance import fit_corel_crm, save_corel_crm
+    from xmodal.recipes.corel5k import fit_corel_crm, save_corel_crm
 
     d = load_corel5k(corel5k_root)
     model, emb = fit_corel_crm(d)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from types import SimpleNamespace
 
 import numpy as np
@@ -13,6 +14,10 @@ from xmodal.errors import XmodalError
 from xmodal.models import rasiwasia as R
 from xmodal.models.cca import LinearCCA
 from xmodal.models.distances import similarity
+from xmodal.models.registry import list_models
+from xmodal.recipes import get_setting
+from xmodal.recipes import wikipedia as wiki
+from xmodal.recipes.settings import frozen
 
 
 def _mean_ap(scores: np.ndarray, rel: np.ndarray) -> float:
@@ -181,7 +186,7 @@ def test_query_expansion_matches_a_loop_over_queries(tmp_path):
     with pytest.raises(XmodalError):
         R.ExpandedKernelSemanticMatching(expansion_weight=1.5).fit(xi, xt, y)
     # the registry scores each direction with its own expansion
-    assert R.EVAL_MODELS["ksm-qe"]("wikipedia").per_direction
+    assert get_setting("ksm-qe").scorer("wikipedia").per_direction
     model.save(tmp_path / "qe")
     from xmodal.models.registry import get_scorer
 
@@ -229,17 +234,17 @@ def _fake_protocol():
 
 
 def test_eval_models_follow_direction_ids_and_reject_other_protocols(monkeypatch, tmp_path):
-    assert {"cm", "sm", "scm", "ksm"} <= set(R.EVAL_MODELS)
+    assert {"cm", "sm", "scm", "ksm"} <= set(list_models())
     protocol, perm_i, perm_t = _fake_protocol()
     ds = protocol.dataset
-    monkeypatch.setattr(R, "MODELS", {**R.MODELS, "scm": lambda: R.SemanticCorrelationMatching(3)})
-    R._FITTED.clear()
-    s = R.EVAL_MODELS["scm"]("wikipedia")(protocol, protocol.directions["i2t"], 0)
+    scm = replace(get_setting("scm"), params=frozen(n_components=3))
+    wiki._FITTED.clear()
+    s = scm.scorer("wikipedia")(protocol, protocol.directions["i2t"], 0)
     ref = R.SemanticCorrelationMatching(3).fit(ds.image_train, ds.text_train, ds.labels_train)
     np.testing.assert_allclose(s, ref.score(ds.image_test[perm_i], ds.text_test[perm_t]))
-    R._FITTED.clear()
+    wiki._FITTED.clear()
     with pytest.raises(XmodalError):
-        R.EVAL_MODELS["scm"]("flickr8k-hodosh")
+        get_setting("scm").scorer("flickr8k-hodosh")
     # a saved model directory is found through the registry by its "type"
     from xmodal.models.registry import get_scorer
 
@@ -292,11 +297,11 @@ def test_ksm_qe_reaches_the_issue_goal_through_the_eval_path(wikipedia_root):
     from xmodal.models.registry import get_scorer
 
     protocol = get_protocol("wikipedia", wikipedia_root.parent)
-    R._FITTED.clear()
+    wiki._FITTED.clear()
     scores = direction_scores(protocol, get_scorer("ksm-qe", "wikipedia"))
     report = evaluate(protocol, scores, model="ksm-qe", with_curves=False)
     i2t, t2i = report["directions"]["i2t"]["MAP"], report["directions"]["t2i"]["MAP"]
     assert i2t == pytest.approx(0.3476, abs=0.002)
     assert t2i == pytest.approx(0.2758, abs=0.002)
     assert (i2t + t2i) / 2 >= 0.30
-    R._FITTED.clear()
+    wiki._FITTED.clear()

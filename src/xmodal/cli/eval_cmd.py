@@ -136,3 +136,37 @@ def protocols_command() -> None:
 
     for name in list_protocols():
         typer.echo(name)
+
+
+@app.command("models")
+def models_command(
+    as_json: bool = typer.Option(False, "--json", help="Print every record as JSON."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Also show hyperparameters."),
+) -> None:
+    """List the registered models (the settings table) with where their values come from.
+
+    Each name works with `xmodal eval -m NAME`; a name with a family trains with
+    `xmodal train FAMILY --setting NAME`.
+
+    Examples:
+
+      xmodal models
+
+      xmodal models --json | jq '.[] | select(.family == "kcca") | .name'
+    """
+    from xmodal.recipes.settings import all_settings
+
+    settings = list(all_settings().values())
+    if as_json:
+        typer.echo(json.dumps([s.describe() for s in settings], indent=2))
+        return
+    table = Table(show_lines=verbose)
+    for col in ("model", "family", "estimator", "protocols", "provenance"):
+        table.add_column(col, overflow="fold")
+    for s in settings:
+        estimator = s.estimator.split(":")[1]
+        if verbose:
+            estimator += "\n" + ", ".join(f"{k}={v}" for k, v in s.params.items())
+        table.add_row(s.name, s.family or "-", estimator, ", ".join(s.protocols) or "any",
+                      s.provenance)
+    console.print(table)

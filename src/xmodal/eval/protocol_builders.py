@@ -1,16 +1,28 @@
-"""The built-in evaluation protocols (registered by name in :mod:`xmodal.eval.protocols`)."""
+"""The built-in evaluation protocols, by name in ``BUILDERS`` (read by :mod:`xmodal.eval.protocols`)."""
 
 from __future__ import annotations
 
-import itertools
 import warnings
-from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 from scipy import sparse
 
 from xmodal.errors import XmodalError
-from xmodal.eval.protocols import Direction, Protocol, pairs_to_relevance, register
+from xmodal.eval.keyword_queries import query_relevance, word_combination_queries
+from xmodal.eval.protocol_types import Direction, Protocol, pairs_to_relevance
+
+BUILDERS: dict[str, Callable[..., Protocol]] = {}
+
+
+def register(name: str):
+    """Decorator: make ``fn(data, **options) -> Protocol`` available as protocol ``name``."""
+
+    def deco(fn: Callable[..., Protocol]) -> Callable[..., Protocol]:
+        BUILDERS[name] = fn
+        return fn
+
+    return deco
 
 
 def _both(image_ids, text_ids, texts, relevance) -> dict[str, Direction]:
@@ -129,33 +141,16 @@ def wikipedia(data=None) -> Protocol:
     )
 
 
-def keyword_queries(labels: np.ndarray, max_len: int = 4, min_count: int = 2) -> list[tuple[int, ...]]:
-    """All 1- to ``max_len``-word combinations annotated together on >= ``min_count`` images."""
-    counts: Counter = Counter()
-    for row in labels:
-        words = np.flatnonzero(row)
-        for n in range(1, max_len + 1):
-            counts.update(itertools.combinations(words.tolist(), n))
-    return sorted((q for q, c in counts.items() if c >= min_count), key=lambda q: (len(q), q))
-
-
 @register("corel5k")
 def corel5k(data=None) -> Protocol:
     from xmodal.data import load_corel5k
 
     ds = load_corel5k(data)
     labels = ds.labels_test.astype(bool)
-    queries = keyword_queries(labels)
+    queries = word_combination_queries(labels)
     q_text = [" ".join(ds.keywords[w] for w in q) for q in queries]
     # image x query relevance: the annotation contains every query word
-    cols = []
-    for q in queries:
-        cols.append(np.flatnonzero(labels[:, list(q)].all(axis=1)))
-    rows = np.concatenate(cols)
-    qcol = np.repeat(np.arange(len(queries)), [len(c) for c in cols])
-    rel_q = sparse.csr_matrix(
-        (np.ones(len(rows), bool), (rows, qcol)), shape=(labels.shape[0], len(queries))
-    )
+    rel_q = query_relevance(queries, labels).T.tocsr()
     directions = {
         "i2t": Direction("i2t", list(ds.ids_test), list(ds.keywords), list(ds.keywords),
                          sparse.csr_matrix(labels)),

@@ -1,91 +1,29 @@
-"""Evaluation protocols: for each direction, the images, the texts and which pairs are relevant.
+"""Evaluation protocols by name: ``get_protocol(name)`` builds one, ``list_protocols()`` lists them.
 
-Orientation is always images x texts: ``relevance[i, j]`` is True when image i and text j match.
-``i2t`` (annotation) ranks the texts for each image; ``t2i`` (search) ranks the images for each
-text. A direction's queries are its rows (i2t) or columns (t2i) of ``S``.
+A protocol holds, for each direction, the images, the texts and which pairs are relevant
+(:class:`Direction`, :class:`Protocol`, in :mod:`xmodal.eval.protocol_types`); the built-in
+protocols are in :mod:`xmodal.eval.protocol_builders`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-from scipy import sparse
-
 from xmodal.errors import XmodalError
+from xmodal.eval.protocol_builders import BUILDERS, register
+from xmodal.eval.protocol_types import Direction, Protocol, pairs_to_relevance
 
-
-@dataclass
-class Direction:
-    name: str  # "i2t" or "t2i"
-    image_ids: list[str]
-    text_ids: list[str]
-    texts: list[str]  # caption / document / keyword-query strings, aligned with text_ids
-    relevance: sparse.csr_matrix  # bool, (n_images, n_texts)
-
-    @property
-    def query_relevance(self) -> sparse.csr_matrix:
-        """Relevance with queries as rows: itself for i2t, transposed for t2i."""
-        return self.relevance if self.name == "i2t" else self.relevance.T.tocsr()
-
-    def query_scores(self, scores: np.ndarray) -> np.ndarray:
-        """``S`` (images x texts) oriented with queries as rows."""
-        return scores if self.name == "i2t" else scores.T
-
-
-@dataclass
-class Protocol:
-    name: str
-    directions: dict[str, Direction]
-    dataset: Any = None  # the loaded dataset, for models that need training data
-    notes: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-    # the source paper's own metrics, computed from the direction score matrices
-    # ({"i2t": S, "t2i": S}); their dict goes to the report's "paper_metrics"
-    paper_metrics: Callable[[dict[str, np.ndarray]], dict[str, Any]] | None = None
-
-
-def pairs_to_relevance(
-    image_ids: list[str], text_ids: list[str], pairs: list[tuple[str, str]]
-) -> sparse.csr_matrix:
-    """A boolean (n_images, n_texts) matrix from (image id, text id) pairs; unknown ids ignored."""
-    ii = {k: n for n, k in enumerate(image_ids)}
-    tt = {k: n for n, k in enumerate(text_ids)}
-    rows, cols = [], []
-    for image_id, text_id in pairs:
-        if image_id in ii and text_id in tt:
-            rows.append(ii[image_id])
-            cols.append(tt[text_id])
-    m = sparse.csr_matrix(
-        (np.ones(len(rows), dtype=bool), (rows, cols)), shape=(len(image_ids), len(text_ids))
-    )
-    m.sum_duplicates()
-    return m
-
-
-_BUILDERS: dict[str, Callable[..., Protocol]] = {}
-
-
-def register(name: str):
-    def deco(fn: Callable[..., Protocol]) -> Callable[..., Protocol]:
-        _BUILDERS[name] = fn
-        return fn
-
-    return deco
+__all__ = ["Direction", "Protocol", "get_protocol", "list_protocols", "pairs_to_relevance",
+           "register"]
 
 
 def list_protocols() -> list[str]:
-    from xmodal.eval import protocol_builders  # noqa: F401  (registers the built-in protocols)
-
-    return sorted(_BUILDERS)
+    return sorted(BUILDERS)
 
 
 def get_protocol(name: str, data: str | os.PathLike | None = None, **options: Any) -> Protocol:
     """Build protocol ``name`` from the data root ``data`` (see :func:`xmodal.paths.data_root`)."""
-    names = list_protocols()
-    if name not in _BUILDERS:
-        raise XmodalError(f"unknown protocol {name!r}; choose from {names}")
-    return _BUILDERS[name](data, **options)
+    if name not in BUILDERS:
+        raise XmodalError(f"unknown protocol {name!r}; choose from {list_protocols()}")
+    return BUILDERS[name](data, **options)

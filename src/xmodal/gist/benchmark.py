@@ -66,7 +66,7 @@ def literal_gist_queries(
     from xmodal.gist.mentions import load_nlp
 
     nlp = nlp or load_nlp()
-    known = _known(graph)
+    known = concept_predicate(graph)
     out = []
     images = dataset.split(split)
     it = progress(images) if progress else images
@@ -82,7 +82,9 @@ def literal_gist_queries(
     return out
 
 
-def _known(graph: KnowledgeGraph) -> Callable[[str], bool]:
+def concept_predicate(graph: KnowledgeGraph) -> Callable[[str], bool]:
+    """``known(phrase)``: whether the graph has a (noun) concept for the phrase."""
+
     def known(phrase: str) -> bool:
         try:
             return bool(graph.lookup(phrase, pos="n"))

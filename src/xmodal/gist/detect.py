@@ -88,7 +88,7 @@ class GistDetector:
         tags: list[ImageTag] | None = None,
     ) -> list[GistConcept]:
         """The top ``k`` concepts for ``image`` (path; None = caption only) and ``caption``."""
-        from xmodal.gist.benchmark import _known
+        from xmodal.gist.benchmark import concept_predicate
         from xmodal.gist.mentions import extract_mentions
 
         if k < 1:
@@ -97,7 +97,8 @@ class GistDetector:
             raise XmodalError("give an image, a caption, or both")
         if tags is None:
             tags = self.image_tags(image) if (image is not None and self.use_image) else []
-        mentions = extract_mentions(caption, _known(self.graph)) if caption.strip() else []
+        known = concept_predicate(self.graph)
+        mentions = extract_mentions(caption, known) if caption.strip() else []
         cands = build_candidates(self.graph, mentions, tags, self.config)
         self.last_tags, self.last_seeds = tags, cands.seeds
         if len(cands.nodes) == 0:

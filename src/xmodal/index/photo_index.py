@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from xmodal.describe import rank_pool
 from xmodal.errors import XmodalError
 from xmodal.index.ann import AnnIndex
 from xmodal.index.scan import BAD_NAME, load_checked, read_bytes, walk_images
@@ -523,9 +524,8 @@ def rank_captions(
         if img is None:
             raise XmodalError(f"cannot describe {image}: {reason}")
         image = img
-    s = _embed_texts(model, texts) @ _embed_images(model, [image])[0]
-    order = np.argsort(-s, kind="stable")[:k]
-    return [(texts[i], float(s[i])) for i in order]
+    ranked = rank_pool(_embed_images(model, [image])[0], _embed_texts(model, texts), k)
+    return [(texts[i], score) for i, score in ranked]
 
 
 def _count_skip(stats: UpdateStats, reason: str, count_total: bool = True) -> None:

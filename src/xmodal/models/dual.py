@@ -27,7 +27,6 @@ Public surface::
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from typing import Protocol as TypingProtocol
@@ -283,60 +282,3 @@ def load_embedding_model(spec: str | os.PathLike | None = None) -> EmbeddingMode
         f"unknown embedding model {spec!r}: use a saved model directory, 'dual', "
         "'efficientnet-minilm-zeroshot' or 'openclip:ARCH:CHECKPOINT_PATH'"
     )
-
-
-# ----- evaluation registry (see xmodal.models.registry) ----------------------------------------
-def _protocol_scorer(model: EmbeddingModel):
-    def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
-        ds = protocol.dataset
-        if ds is None or not hasattr(ds, "image_path"):
-            raise XmodalError(
-                f"protocol {protocol.name!r} has no image files; embedding models need images"
-            )
-        paths = [ds.image_path(i) for i in direction.image_ids]
-        return model.score(paths, list(direction.texts))
-
-    return scorer
-
-
-def _factory(spec: str | None):
-    def factory(protocol_name: str):
-        return _protocol_scorer(load_embedding_model(spec))
-
-    return factory
-
-
-class _EvalModels(Mapping):
-    """Static names plus any ``openclip:ARCH:PATH`` spec (checked by ``in``, not listed)."""
-
-    def __init__(self) -> None:
-        self._static = {
-            "dual": _factory(None),
-            "efficientnet-minilm-zeroshot": _factory("efficientnet-minilm-zeroshot"),
-        }
-
-    def __getitem__(self, key: str):
-        if key in self._static:
-            return self._static[key]
-        if isinstance(key, str) and key.startswith("openclip:"):
-            return _factory(key)
-        raise KeyError(key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._static or (isinstance(key, str) and key.startswith("openclip:"))
-
-    def __iter__(self):
-        return iter(self._static)
-
-    def __len__(self) -> int:
-        return len(self._static)
-
-
-EVAL_MODELS = _EvalModels()
-
-
-def _load_saved(path, protocol_name: str):
-    return _protocol_scorer(DualEncoder.load(path))
-
-
-SAVED_MODEL_TYPES = {MODEL_TYPE: _load_saved}

@@ -65,11 +65,13 @@ def _log(msg: str) -> None:
     print(f"[hodosh] {msg}", file=sys.stderr, flush=True)
 
 
-def _hash(*parts: Any) -> str:
+def config_hash(*parts: Any) -> str:
+    """A short stable hash of JSON-able parts (cache keys)."""
     return hashlib.sha1(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
-def _root() -> Path:
+def cache_root() -> Path:
+    """The folder of the Hodosh kernel and system caches (under ``$XMODAL_CACHE``)."""
     p = cache_dir() / "hodosh"
     p.mkdir(parents=True, exist_ok=True)
     return p
@@ -136,7 +138,7 @@ class ImageSide:
         if kind not in IMAGE_KERNELS:
             raise XmodalError(f"unknown image kernel {kind!r}; choose from {IMAGE_KERNELS}")
         self.hd, self.kind, self.power = hd, kind, float(power)
-        self.store = ImageKernelCache(_root() / "image_kernels")
+        self.store = ImageKernelCache(cache_root() / "image_kernels")
 
     # per-feature base kernels (not yet averaged / powered)
     def _histograms(self, ids: Sequence[str], feature: str) -> np.ndarray:
@@ -220,7 +222,7 @@ class TextSide:
 
         version = str(getattr(text_kernels, "KERNELS_VERSION", "1"))
         prefix = "" if version == "1" else f"v{version}-"  # caches from version 1 keep their names
-        path = _root() / "text_kernels" / f"{prefix}{self.name}-{tag}.npy"
+        path = cache_root() / "text_kernels" / f"{prefix}{self.name}-{tag}.npy"
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_file():
             return np.load(path, mmap_mode="r")
@@ -234,12 +236,12 @@ class TextSide:
         return k
 
     def train(self) -> np.ndarray:
-        return self._cached(f"train-{_hash(self.hd.train_ids)}", lambda: self.kernel.gram(self.train_docs))
+        return self._cached(f"train-{config_hash(self.hd.train_ids)}", lambda: self.kernel.gram(self.train_docs))
 
     def against(self, docs: Sequence, tag: str, columns: Sequence[int] | None = None):
         """``K[docs, training items]`` (all items, or only ``columns``), cached under ``tag``."""
         cols = list(range(len(self.train_docs))) if columns is None else list(columns)
-        key = f"{tag}-{_hash(self.hd.train_ids, cols)}"
+        key = f"{tag}-{config_hash(self.hd.train_ids, cols)}"
         return self._cached(key, lambda: self.kernel.kernel(docs, [self.train_docs[c] for c in cols]))
 
 
@@ -361,7 +363,7 @@ class HodoshKCCA:
         # dev grid
         dev_caps, dev_docs = hd.pool(hd.dev_ids)
         kx_dev = image.block(hd.dev_ids, marks)[:, self.pivot_cols_]
-        ky_dev = text.against(dev_docs, f"dev-{_hash(dev_caps)}", self.pivot_items_)
+        ky_dev = text.against(dev_docs, f"dev-{config_hash(dev_caps)}", self.pivot_items_)
         fx, fy = self.model_.features_x(kx_dev), self.model_.features_y(ky_dev)
         rows, weights = [], {}
         for kappa in self.kappas:
@@ -423,6 +425,8 @@ class HodoshKCCA:
     ) -> dict[str, np.ndarray]:
         """Ensemble scores for Flickr8K images (ids) and preprocessed one-caption docs; with
         ``single=True`` the one best dev (kappa, n) per task instead of the Borda ensemble."""
+        if self.hd_ is None:  # loaded without data: the default Flickr8K
+            self.hd_ = load_hodosh_data()
         hd = self.hd_
         image = ImageSide(hd, self.image_kernel, self.power)
         text = TextSide(hd, self.text_kernel)
@@ -451,7 +455,7 @@ class HodoshKCCA:
             "pivot_cols": self.pivot_cols_,
             "pivot_items": self.pivot_items_,
             "fit_seconds": round(self.fit_seconds_, 1),
-            "train_ids_hash": _hash(self.hd_.train_ids),
+            "train_ids_hash": None if self.hd_ is None else config_hash(self.hd_.train_ids),
             "dev_grid": self.dev_grid_,
         }
         m = self.model_
@@ -480,7 +484,7 @@ class HodoshKCCA:
     def load(cls, directory: str | Path, hd: HodoshData | None = None) -> HodoshKCCA:
         saved = read_model_dir(directory, cls.SAVE_TYPE, cls.SAVE_VERSION, "Hodosh KCCA system")
         sys_ = cls(**saved.params)
-        sys_.hd_ = hd or load_hodosh_data()
+        sys_.hd_ = hd  # None: the default Flickr8K, loaded when first needed
         st = saved.state
         sys_.selected_ = st["selected"]
         sys_.landmarks_ = st["landmarks"]
@@ -501,145 +505,6 @@ class HodoshKCCA:
         return sys_
 
 
-# --------------------------------------------------------------------------------------------
-# nearest neighbour system
-# --------------------------------------------------------------------------------------------
-def nn_scores(hd: HodoshData, image_ids: Sequence[str], docs: Sequence, image_kernel="pyramid",
-              power: float = 2.0) -> dict[str, np.ndarray]:
-    """NN5^idf_F1 scores per task for Flickr8K images and one-caption docs."""
-    from xmodal.models.nearest_neighbour import NearestNeighbour
-
-    tok = hd.tokens
-    lemma = lambda t: t[0] if isinstance(t, (list, tuple)) else t  # noqa: E731
-    train_docs = [
-        [lemma(t) for c in hd.data.captions_of(i) for t in tok[c.id]] for i in hd.train_ids
-    ]
-    caps = [[lemma(t) for cap in doc for t in cap] for doc in docs]
-    k_img = ImageSide(hd, image_kernel, power).block(list(image_ids), hd.train_ids)
-    nn = NearestNeighbour().fit(train_docs)
-    return {"i2t": nn.score_i2t(k_img, caps), "t2i": nn.score_t2i(k_img, caps)}
-
-
-# --------------------------------------------------------------------------------------------
-# named systems, registry hooks
-# --------------------------------------------------------------------------------------------
-# name -> (text kernel, image kernel, power, diag factor); None text kernel = the NN baseline
-SYSTEMS: dict[str, tuple[str | None, str, float, float]] = {
-    "nn": (None, "pyramid", 2.0, 1.0),
-    "bow1": ("bow1", "pyramid", 2.0, 1.0),
-    "bow5": ("bow5", "pyramid", 2.0, 1.0),
-    "tagrank": ("tagrank", "pyramid", 2.0, 1.0),
-    "tri5": ("tri5", "pyramid", 2.0, 1.0),
-    # d = 4 for Tri5Sem (chosen on dev): its max-combined similarity kernel is indefinite and the
-    # diagonal factor restores a full-rank factorisation (811 -> 1,500 pivots).
-    "tri5sem": ("tri5sem", "pyramid", 2.0, 4.0),
-    "tri5sem-effnet": ("tri5sem", "effnet", 2.0, 4.0),
-    "bow5-effnet": ("bow5", "effnet", 2.0, 1.0),
-    "tri5-landmarks": ("tri5", "pyramid", 2.0, 1.0),
-    "tri5sem-full": ("tri5sem", "pyramid", 2.0, 4.0),
-    "bow5-full": ("bow5", "pyramid", 2.0, 1.0),
-    "tagrank-full": ("tagrank", "pyramid", 2.0, 1.0),
-    "tri5-full": ("tri5", "pyramid", 2.0, 1.0),
-    "bow5-112": ("bow5", "pyramid112", 2.0, 1.0),
-    "bow5-448": ("bow5", "pyramid448", 2.0, 1.0),
-    "tri5sem-448": ("tri5sem", "pyramid448", 2.0, 4.0),
-    "tri5sem-448-full": ("tri5sem", "pyramid448", 2.0, 4.0),
-    "bow5-448-full": ("bow5", "pyramid448", 2.0, 1.0),
-    "tagrank-448-full": ("tagrank", "pyramid448", 2.0, 1.0),
-    "tri5-448-full": ("tri5", "pyramid448", 2.0, 1.0),
-}
-
-# Systems with other sizes than the defaults: the "-full" systems use every training image as a
-# landmark (the exact 6,000 x 6,000 image and text kernels, as in the paper) and rank 3,000.
 def n_grid_for(rank: int) -> tuple[int, ...]:
     """The dev grid of projection dimensions n, extended in steps of 500 up to ``rank``."""
     return N_GRID + tuple(range(max(N_GRID) + 500, rank + 1, 500))
-
-
-FULL_SIZE = {"n_landmarks": 6000, "rank": 3000, "n_grid": n_grid_for(3000)}
-SYSTEM_SIZES: dict[str, dict[str, Any]] = {
-    name: FULL_SIZE for name in SYSTEMS if name.endswith("-full")
-}
-
-
-# Systems whose text kernel is computed only against the 1,500 landmark training items: the
-# Tri5Sem Gram matrix (6,000 x 6,000, word-similarity expansions) costs ~20x Tri5's.
-TEXT_LANDMARK_SYSTEMS = {"tri5sem", "tri5sem-effnet", "tri5-landmarks", "tri5sem-448"}
-
-
-def system_dir(name: str) -> Path:
-    text, image, power, d = SYSTEMS[name]
-    sizes = SYSTEM_SIZES.get(name)
-    key = _hash(text, image, power, d) if sizes is None else _hash(text, image, power, d, sizes)
-    return _root() / "systems" / f"{name}-{key}"
-
-
-def get_system(name: str, hd: HodoshData | None = None, retrain: bool = False) -> HodoshKCCA:
-    """A trained KCCA system by name, loaded from the cache or trained (and cached)."""
-    if name not in SYSTEMS or SYSTEMS[name][0] is None:
-        raise XmodalError(f"unknown Hodosh KCCA system {name!r}; choose from {list(SYSTEMS)[1:]}")
-    hd = hd or load_hodosh_data()
-    d = system_dir(name)
-    if (d / "config.json").is_file() and not retrain:
-        return HodoshKCCA.load(d, hd)
-    text, image, power, diag = SYSTEMS[name]
-    sys_ = HodoshKCCA(
-        text, image, power=power, diag_factor=diag, text_landmarks=name in TEXT_LANDMARK_SYSTEMS,
-        **SYSTEM_SIZES.get(name, {}),
-    ).fit(hd)
-    sys_.save(d)
-    return sys_
-
-
-def _direction_inputs(hd: HodoshData, direction) -> tuple[list[str], list]:
-    from xmodal.features.captions import preprocess_tagged
-
-    tok = hd.tokens
-    ids = list(direction.text_ids)
-    if all(t in tok for t in ids):
-        docs = [[tok[t]] for t in ids]
-    else:
-        docs = [[t] for t in preprocess_tagged(list(direction.texts))]
-    missing = [i for i in direction.image_ids if not hd.image_path(i).is_file()]
-    if missing:
-        raise XmodalError(f"Hodosh systems score Flickr8K images; {missing[0]} is not one")
-    return list(direction.image_ids), docs
-
-
-def _scorer_for(get):
-    cache: dict[str, dict[str, np.ndarray]] = {}
-
-    def scorer(protocol, direction, seed=0):
-        hd = load_hodosh_data(getattr(protocol, "dataset", None))
-        images, docs = _direction_inputs(hd, direction)
-        key = _hash(images, list(direction.text_ids))
-        if key not in cache:
-            cache[key] = get(hd, images, docs, key)
-        return cache[key][direction.name]
-
-    # Annotation and search use different Borda ensembles (as in the paper), so the two
-    # directions of one pool must not share a score matrix.
-    scorer.per_direction = True
-    return scorer
-
-
-def _named_factory(name: str):
-    def factory(protocol_name: str):
-        if SYSTEMS[name][0] is None:
-            return _scorer_for(lambda hd, images, docs, key: nn_scores(hd, images, docs))
-        return _scorer_for(
-            lambda hd, images, docs, key: get_system(name, hd).score(images, docs, f"pool-{key}")
-        )
-
-    return factory
-
-
-def _load_saved(path, protocol_name: str):
-    def get(hd, images, docs, key):
-        return HodoshKCCA.load(path, hd).score(images, docs, f"pool-{key}")
-
-    return _scorer_for(get)
-
-
-EVAL_MODELS = {f"hodosh-{name}": _named_factory(name) for name in SYSTEMS}
-SAVED_MODEL_TYPES = {"hodosh-kcca": _load_saved}

@@ -14,13 +14,3 @@ class RandomScorer:
     def score(self, n_images: int, n_texts: int, seed: int | None = None) -> np.ndarray:
         rng = np.random.default_rng(self.seed if seed is None else seed)
         return rng.random((n_images, n_texts), dtype=np.float32)
-
-
-def _random_factory(protocol_name: str):
-    def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
-        return RandomScorer(seed).score(len(direction.image_ids), len(direction.text_ids))
-
-    return scorer
-
-
-EVAL_MODELS = {"random": _random_factory}

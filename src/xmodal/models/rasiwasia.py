@@ -17,14 +17,13 @@
 Every model has ``fit(images, texts, labels)``, ``embed_images``, ``embed_texts``,
 ``score(images, texts) -> S`` (n_images, n_texts; higher = better) and ``save(dir)`` /
 ``load_model(dir)`` (``config.json`` + ``arrays.npz``). Distances are in
-:mod:`xmodal.models.distances`. ``EVAL_MODELS`` fits on the training split of the ``wikipedia``
-protocol with the hyperparameters selected by 5-fold cross-validation on the training split
-(``scripts/reproduce_wikipedia.py``, ``reports/wikipedia.md``).
+:mod:`xmodal.models.distances`. The constructor defaults are the values selected by 5-fold
+cross-validation on the Wikipedia training split; the named settings, and how they score the
+``wikipedia`` protocol, are in :mod:`xmodal.recipes.wikipedia`.
 """
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +50,6 @@ KSMQE_TEXT_GAMMA = 2.0
 KSMQE_C_TEXT = 10.0
 KSMQE_K = 40
 KSMQE_WEIGHT = 0.3
-
 
 
 # -- small helpers ------------------------------------------------------------------------------
@@ -405,6 +403,7 @@ class ExpandedKernelSemanticMatching(KernelSemanticMatching):
     """
 
     model_type = "wikipedia-ksm-qe"
+    expands_queries = True  # score(..., direction=) expands i2t and t2i queries differently
     _params = ("gamma", "n_components", "C_image", "C_text", "text_gamma", "expansion_k",
                "expansion_weight", "metric")
 
@@ -505,7 +504,7 @@ def kernel_feature_map(k: np.ndarray, n_components: int | None) -> tuple[np.ndar
     return p, k @ p
 
 
-# -- registry glue ------------------------------------------------------------------------------
+# -- the model classes by short name ------------------------------------------------------------
 MODELS: dict[str, type[_CrossModal]] = {
     "cm": CorrelationMatching,
     "sm": SemanticMatching,
@@ -514,8 +513,6 @@ MODELS: dict[str, type[_CrossModal]] = {
     "ksm-qe": ExpandedKernelSemanticMatching,
 }
 _BY_TYPE = {cls.model_type: cls for cls in MODELS.values()}
-_FITTED: dict[tuple[str, str], _CrossModal] = {}
-_LOCK = threading.Lock()
 
 
 def load_model(directory: str | Path) -> _CrossModal:
@@ -524,72 +521,3 @@ def load_model(directory: str | Path) -> _CrossModal:
     if kind not in _BY_TYPE:
         raise XmodalError(f"{directory}: type {kind!r} is not one of {sorted(_BY_TYPE)}")
     return _BY_TYPE[kind].load(directory)
-
-
-def fit_on_wikipedia(name: str, dataset: Any) -> _CrossModal:
-    """The model ``name`` (default hyperparameters) fitted on the training split; cached per
-    process and dataset folder."""
-    key = (name, str(getattr(dataset, "root", id(dataset))))
-    with _LOCK:
-        if key not in _FITTED:
-            model = MODELS[name]()
-            _FITTED[key] = model.fit(dataset.image_train, dataset.text_train, dataset.labels_train)
-        return _FITTED[key]
-
-
-def _test_features(protocol: Any, direction: Any) -> tuple[np.ndarray, np.ndarray]:
-    ds = protocol.dataset
-    if ds is None or not hasattr(ds, "image_test"):
-        raise XmodalError("the wikipedia protocol carries no dataset; build it with get_protocol")
-    img_row = {k: n for n, k in enumerate(ds.image_ids_test)}
-    txt_row = {k: n for n, k in enumerate(ds.text_ids_test)}
-    try:
-        ii = [img_row[k] for k in direction.image_ids]
-        tt = [txt_row[k] for k in direction.text_ids]
-    except KeyError as exc:
-        raise XmodalError(f"id {exc.args[0]!r} is not a Wikipedia test item") from exc
-    return ds.image_test[ii], ds.text_test[tt]
-
-
-def _require_wikipedia(protocol_name: str, what: str) -> None:
-    if protocol_name != "wikipedia":
-        raise XmodalError(
-            f"{what} works on the SIFT/LDA features of the Wikipedia dataset only: "
-            f"use --protocol wikipedia (got {protocol_name!r})"
-        )
-
-
-def _factory(name: str):
-    def factory(protocol_name: str):
-        _require_wikipedia(protocol_name, f"model {name!r}")
-
-        def scorer(protocol: Any, direction: Any, seed: int = 0) -> np.ndarray:
-            model = fit_on_wikipedia(name, protocol.dataset)
-            return _score(model, protocol, direction)
-
-        scorer.per_direction = MODELS[name] is ExpandedKernelSemanticMatching
-        return scorer
-
-    return factory
-
-
-def _load_saved(path: str | Path, protocol_name: str):
-    model = load_model(path)
-    _require_wikipedia(protocol_name, f"saved model {model.model_type!r}")
-
-    def scorer(protocol: Any, direction: Any, seed: int = 0) -> np.ndarray:
-        return _score(model, protocol, direction)
-
-    scorer.per_direction = isinstance(model, ExpandedKernelSemanticMatching)
-    return scorer
-
-
-def _score(model: _CrossModal, protocol: Any, direction: Any) -> np.ndarray:
-    images, texts = _test_features(protocol, direction)
-    if isinstance(model, ExpandedKernelSemanticMatching):
-        return model.score(images, texts, direction=direction.name)
-    return model.score(images, texts)
-
-
-EVAL_MODELS = {name: _factory(name) for name in MODELS}
-SAVED_MODEL_TYPES = {cls.model_type: _load_saved for cls in MODELS.values()}

@@ -31,7 +31,6 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import combinations
 from pathlib import Path
 
 import numpy as np
@@ -198,32 +197,6 @@ def log_matmul_exp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return out
 
 
-def word_combination_queries(
-    labels: np.ndarray, max_len: int = 4, min_count: int = 2
-) -> list[tuple[int, ...]]:
-    """All 1..max_len word combinations that occur (all words together) in at least
-    ``min_count`` rows of the boolean ``labels`` matrix, as sorted word-index tuples, ordered
-    by length then index. This is the Jeon et al. / Lavrenko et al. Corel query set."""
-    labels = np.asarray(labels, dtype=bool)
-    counts: dict[tuple[int, ...], int] = {}
-    for row in labels:
-        words = np.flatnonzero(row)
-        for k in range(1, min(max_len, len(words)) + 1):
-            for combo in combinations(words.tolist(), k):
-                counts[combo] = counts.get(combo, 0) + 1
-    keep = [c for c, n in counts.items() if n >= min_count]
-    return sorted(keep, key=lambda c: (len(c), c))
-
-
-def query_relevance(queries: Sequence[Sequence[int]], labels: np.ndarray) -> sparse.csr_matrix:
-    """(n_queries, n_images) bool: the image's annotation contains every query word."""
-    labels = np.asarray(labels, dtype=bool)
-    rows = []
-    for q in queries:
-        rows.append(np.all(labels[:, list(q)], axis=1))
-    return sparse.csr_matrix(np.array(rows, dtype=bool).reshape(len(queries), len(labels)))
-
-
 # --------------------------------------------------------------------------- base model
 
 
@@ -295,7 +268,7 @@ class _RelevanceModel:
         return np.argsort(-self.query_scores(queries, images), axis=1, kind="stable")
 
     # -- persistence
-    def _config(self) -> dict:
+    def get_params(self) -> dict:
         raise NotImplementedError
 
     def _arrays(self) -> dict[str, np.ndarray]:
@@ -304,7 +277,7 @@ class _RelevanceModel:
     def save(self, path: str | os.PathLike, provenance: dict | None = None) -> Path:
         self._check_fitted()
         return write_model_dir(path, type=self.kind, version=self.SAVE_VERSION,
-                               params=self._config(), arrays=self._arrays(),
+                               params=self.get_params(), arrays=self._arrays(),
                                state={"vocabulary": list(self.vocabulary_)},
                                provenance=provenance)
 
@@ -395,7 +368,7 @@ class CMRM(_RelevanceModel):
             )
         return b @ self.log_pb_.T
 
-    def _config(self) -> dict:
+    def get_params(self) -> dict:
         return {"alpha": self.alpha, "beta": self.beta, "smoothing": self.smoothing,
                 "prior_power": self.prior_power, "temperature": self.temperature}
 
@@ -532,7 +505,7 @@ class CRM(_RelevanceModel):
         np.add.at(summed, r.image_of_region, per_region)
         return summed
 
-    def _config(self) -> dict:
+    def get_params(self) -> dict:
         return {"beta": self.beta, "mu": self.mu, "standardize": self.standardize,
                 "prior_power": self.prior_power, "temperature": self.temperature}
 
@@ -569,133 +542,3 @@ def load_model(path: str | os.PathLike) -> CMRM | CRM:
     if kind == "crm":
         return CRM.load(path)
     raise XmodalError(f"{path}: not a relevance model type: {kind!r}")
-
-
-# --------------------------------------------------------------------------- evaluation glue
-
-# Hyperparameters selected on a held-out 500 of the 4,500 Corel5K training images
-# (scripts/reproduce_relevance.py prints the grid; reports/relevance_models.md has it).
-COREL_CMRM = {"alpha": 0.1, "beta": 0.1, "smoothing": "jm"}
-# CMRM with a flattened posterior (temperature) and word-prior normalisation: the setting with
-# the highest mean precision among those with >= 66 words of recall > 0 and mean recall >= 0.09
-# (the paper's CMRM row) in 5-fold cross-validation on the 4,500 training images.
-COREL_CMRM_CALIBRATED = {"alpha": 0.1, "beta": 0.1, "smoothing": "jm", "temperature": 0.4,
-                         "prior_power": 0.3}
-# pre-registered (scripts/corel_nested_cv.py): best 5-fold CV mean F1 over the wide grid, on
-# the training set only, fixed before its single test evaluation
-COREL_CMRM_WIDE = {"alpha": 0.1, "beta": 0.1, "smoothing": "jm", "temperature": 0.2,
-                   "prior_power": 0.8}
-COREL_CRM = {"beta": 0.15, "mu": 0.3, "dim": 64, "standardize": False}
-# pre-registered the same way (scripts/corel_nested_cv.py --part crm): the CRM on the 64-d blob
-# embedding with posterior temperature and word-prior power, best 5-fold CV mean F1
-COREL_CRM_WIDE = {"beta": 0.05, "mu": 1.0, "temperature": 0.15, "prior_power": 0.6}
-
-
-def fit_corel_cmrm(data, **params) -> CMRM:
-    p = {**COREL_CMRM, **params}
-    return CMRM(**p).fit(data.blobs_train, data.labels_train, data.keywords)
-
-
-def fit_corel_crm(data, **params) -> tuple[CRM, np.ndarray]:
-    """The CRM on Corel5K blob vectors (see :func:`blob_regions`): (model, blob embedding)."""
-    p = {**COREL_CRM, **params}
-    emb = blob_embedding(data.blobs_train, data.labels_train, dim=p.pop("dim"))
-    model = CRM(**p).fit(blob_regions(data.blobs_train, emb), data.labels_train, data.keywords)
-    return model, emb
-
-
-CMRM_SETTINGS = {"cmrm-calibrated": COREL_CMRM_CALIBRATED, "cmrm-wide": COREL_CMRM_WIDE}
-CRM_SETTINGS = {"crm": {}, "crm-wide": COREL_CRM_WIDE}
-
-
-def _corel_scorer(kind: str):
-    def factory(protocol_name: str):
-        if protocol_name != "corel5k":
-            raise XmodalError(f"model {kind!r} only supports the 'corel5k' protocol")
-
-        fitted: dict = {}  # one fit serves both directions
-
-        def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
-            data = protocol.dataset
-            if data is None:
-                from xmodal.data import load_corel5k
-
-                data = load_corel5k()
-            if id(data) not in fitted:
-                if kind == "cmrm":
-                    fitted[id(data)] = (fit_corel_cmrm(data), data.blobs_test)
-                elif kind in CMRM_SETTINGS:
-                    fitted[id(data)] = (fit_corel_cmrm(data, **CMRM_SETTINGS[kind]),
-                                        data.blobs_test)
-                else:
-                    model, emb = fit_corel_crm(data, **CRM_SETTINGS[kind])
-                    fitted[id(data)] = (model, blob_regions(data.blobs_test, emb))
-            model, images = fitted[id(data)]
-            if len(direction.image_ids) != len(data.blobs_test):
-                raise XmodalError("the corel5k protocol must have the 500 test images")
-            return _direction_scores(model, images, direction)
-
-        return scorer
-
-    return factory
-
-
-def _direction_scores(model, images, direction) -> np.ndarray:
-    """(n_images, n_texts) scores of a relevance model for a ``corel5k`` direction: P(w | image)
-    for i2t (texts are single keywords), the query likelihood for t2i."""
-    if direction.name == "i2t":
-        s = model.word_scores(images)
-        index = {w: i for i, w in enumerate(model.vocabulary_)}
-        missing = [t for t in direction.texts if t not in index]
-        if missing:
-            raise XmodalError(f"i2t texts must be single keywords of the model: {missing[:5]}")
-        return s[:, [index[t] for t in direction.texts]]
-    return model.query_scores(direction.texts, images).T
-
-
-EVAL_MODELS = {
-    "cmrm": _corel_scorer("cmrm"),
-    "cmrm-calibrated": _corel_scorer("cmrm-calibrated"),
-    "cmrm-wide": _corel_scorer("cmrm-wide"),
-    "crm": _corel_scorer("crm"),
-    "crm-wide": _corel_scorer("crm-wide"),
-}
-
-
-def save_corel_crm(model: CRM, embedding: np.ndarray, path: str | os.PathLike) -> Path:
-    """Save a Corel5K CRM (see :func:`fit_corel_crm`) with its blob embedding, so that the
-    directory can score blob vectors: ``xmodal eval --protocol corel5k --model DIR``."""
-    model.blob_embedding_ = np.asarray(embedding, dtype=np.float64)
-    return model.save(path)
-
-
-def _saved_blob_scorer(model, images_of):
-    """A ``corel5k`` scorer for a saved model; ``images_of(data)`` gives its test inputs."""
-
-    def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
-        return _direction_scores(model, images_of(protocol.dataset), direction)
-
-    return scorer
-
-
-def _saved_cmrm(path, protocol_name: str):
-    """A saved CMRM directory (blob vocabulary of Corel5K) as a ``corel5k`` scorer."""
-    if protocol_name != "corel5k":
-        raise XmodalError("a saved CMRM scores blob vectors: use it with --protocol corel5k")
-    return _saved_blob_scorer(CMRM.load(path), lambda data: data.blobs_test)
-
-
-def _saved_crm(path, protocol_name: str):
-    """A saved Corel5K CRM directory (with its blob embedding) as a ``corel5k`` scorer."""
-    model = CRM.load(path)
-    emb = model.blob_embedding_
-    if protocol_name != "corel5k" or emb is None:
-        raise XmodalError(
-            f"{path}: a saved CRM is evaluated on --protocol corel5k and needs its blob "
-            "embedding (written by save_corel_crm); CRMs over image regions "
-            "are used through `xmodal tag --model DIR`"
-        )
-    return _saved_blob_scorer(model, lambda data: blob_regions(data.blobs_test, emb))
-
-
-SAVED_MODEL_TYPES = {"cmrm": _saved_cmrm, "crm": _saved_crm}

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 from fastapi import APIRouter, Depends, File, Form, UploadFile
 
+from xmodal.describe import rank_pool
 from xmodal.server.errors import ApiError
 from xmodal.server.serialize import keyword_json
 from xmodal.server.state import ServerState, get_state
 from xmodal.server.uploads import read_captions, read_image
 
 router = APIRouter(prefix="/api", tags=["annotate"])
-
-
-def _top(scores: np.ndarray, k: int) -> np.ndarray:
-    k = min(k, scores.shape[0])
-    part = np.argpartition(-scores, k - 1)[:k]
-    return part[np.argsort(-scores[part], kind="stable")]
 
 
 @router.post("/describe", summary="Rank captions for an uploaded image")
@@ -38,7 +32,7 @@ async def describe(
     uploaded = await read_captions(captions, state.limits) if captions is not None else None
     lib = state.backends
 
-    def work() -> tuple[str, list[str], list[str], np.ndarray]:
+    def work() -> tuple[str, list[str], list[str], list[tuple[int, float]]]:
         if uploaded is not None:
             ids, texts = uploaded
             text_vecs = lib.embed_texts(texts)
@@ -46,17 +40,17 @@ async def describe(
         else:
             ids, texts, text_vecs = lib.collection_captions()
             pool = "collection"
-        return pool, ids, texts, text_vecs @ lib.embed_images([picture])[0]
+        # the same ranking as `xmodal describe` (xmodal.describe.rank_pool)
+        return pool, ids, texts, rank_pool(lib.embed_images([picture])[0], text_vecs, limit)
 
-    pool, ids, texts, scores = await lib.run(work)
-    order = _top(scores, limit)
+    pool, ids, texts, ranked = await lib.run(work)
     return {
         "pool": pool,
         "pool_size": len(texts),
         "image": {"width": picture.width, "height": picture.height},
         "captions": [
-            {"rank": r + 1, "id": ids[i], "text": texts[i], "score": float(scores[i])}
-            for r, i in enumerate(order)
+            {"rank": r + 1, "id": ids[i], "text": texts[i], "score": score}
+            for r, (i, score) in enumerate(ranked)
         ],
     }
 
