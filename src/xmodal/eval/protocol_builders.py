@@ -1,4 +1,4 @@
-"""The built-in evaluation protocols, by name in ``BUILDERS`` (read by :mod:`xmodal.eval.protocols`)."""
+"""The built-in evaluation protocols, by name in ``BUILDERS`` (see ``xmodal.eval.protocols``)."""
 
 from __future__ import annotations
 
