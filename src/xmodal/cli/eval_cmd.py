@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import typer
 from rich.table import Table
 
@@ -13,22 +12,6 @@ from xmodal.cli._app import app, console
 from xmodal.errors import XmodalError
 
 SHOWN = ["R@1", "R@5", "R@10", "medR", "R-P", "mAP@R", "MAP", "nDCG@10"]
-
-
-def _load_scores(path: Path) -> dict[str, np.ndarray]:
-    """Scores from .npy (one images x texts matrix) or .npz (arrays ``i2t`` and/or ``t2i``)."""
-    if not path.is_file():
-        raise XmodalError(f"scores file not found: {path}")
-    try:
-        loaded = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise XmodalError(f"{path}: not a numpy .npy/.npz file ({exc})") from exc
-    if isinstance(loaded, np.ndarray):
-        return {"i2t": loaded, "t2i": loaded}
-    arrays = dict(loaded)
-    if not {"i2t", "t2i"} & set(arrays):
-        raise XmodalError(f"{path}: expected arrays named 'i2t' and/or 't2i'")
-    return {"i2t": arrays.get("i2t", arrays.get("t2i")), "t2i": arrays.get("t2i", arrays.get("i2t"))}
 
 
 @app.command("eval")
@@ -71,6 +54,7 @@ def eval_command(
     """
     from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import evaluate, run_eval
+    from xmodal.eval.score_files import load_score_file
     from xmodal.models.registry import get_scorer
 
     if captions is not None and protocol != "folder":
@@ -81,7 +65,7 @@ def eval_command(
         import time
 
         t0 = time.perf_counter()
-        given = _load_scores(scores)
+        given = load_score_file(scores, proto)
         report = evaluate(proto, given, model=str(scores), seed=seed, per_query=per_query)
         report["elapsed_s"] = time.perf_counter() - t0
     else:

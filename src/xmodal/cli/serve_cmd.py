@@ -40,6 +40,10 @@ def serve(
         1, "--threads", help="torch/FAISS threads per request (1 is fastest on a busy machine)"
     ),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level"),
+    campaign: Path = typer.Option(
+        None, "--campaign", help="a machine-in-the-loop campaign database ('xmodal mitl "
+        "propose') to judge at /judge and review at /review"
+    ),
 ) -> None:
     """Serve the search / describe / tag API and the web page (search and evaluation reports)."""
     import uvicorn
@@ -56,8 +60,11 @@ def serve(
 
         tagger = load_tagger(tagger)  # a bad directory fails here, not on the first request
     web = create_app(db, reports_dir=reports, thumbnail_dir=thumbnails, model_spec=model,
-                     threads=threads, tagger=tagger)
+                     threads=threads, tagger=tagger, campaign=campaign)
     console.print(f"xmodal: serving on http://{host}:{port}/  (API docs at /docs)")
+    if campaign is not None:
+        console.print(f"judging: http://{host}:{port}/judge?token=TOKEN  ·  review: "
+                      f"http://{host}:{port}/review?token=REVIEWER_TOKEN")
     # Bounded: beyond 64 open connections uvicorn answers 503 instead of queueing without end.
     uvicorn.run(web, host=host, port=port, log_level=log_level, limit_concurrency=64,
                 timeout_keep_alive=5)

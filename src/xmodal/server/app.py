@@ -18,11 +18,18 @@ from xmodal.server.body_limit import BodySizeLimit
 from xmodal.server.errors import install_error_handlers
 from xmodal.server.limits import ServerLimits
 from xmodal.server.reports import ReportStore
-from xmodal.server.routes import annotate, meta, reports, search
+from xmodal.server.routes import annotate, judge, meta, reports, search
 from xmodal.server.state import ServerState
 from xmodal.server.thumbnails import ThumbnailCache
 
 STATIC_DIR = Path(__file__).parent / "static"
+
+
+def _page(path: Path):
+    async def serve_page() -> FileResponse:
+        return FileResponse(path)
+
+    return serve_page
 
 
 def create_app(
@@ -36,6 +43,7 @@ def create_app(
     index: Any = None,
     model: Any = None,
     tagger: Any = None,
+    campaign: str | os.PathLike | None = None,
 ) -> FastAPI:
     """Build the xmodal web application.
 
@@ -46,6 +54,8 @@ def create_app(
     threads: torch / FAISS threads for the library calls (None, the default: leave the process
         settings alone; ``xmodal serve`` passes 1, see ``backends._limit_threads``).
     index, model, tagger: ready objects to use instead of loading them (tests inject fakes).
+    campaign: a machine-in-the-loop campaign database to judge at ``/judge`` and review at
+        ``/review`` (``xmodal mitl``).
     """
     backends = Backends(
         db_path, index=index, model=model, tagger=tagger, model_spec=model_spec, threads=threads
@@ -70,18 +80,16 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.xmodal = state
+    app.state.campaign = judge.CampaignHandle(campaign) if campaign is not None else None
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=state.limits.max_body_bytes)
-    for module in (search, annotate, meta, reports):
+    for module in (search, annotate, meta, reports, judge):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
-    @app.get("/", include_in_schema=False)
-    async def home() -> FileResponse:
-        return FileResponse(STATIC_DIR / "index.html")
-
-    @app.get("/eval", include_in_schema=False)
-    async def eval_page() -> FileResponse:
-        return FileResponse(STATIC_DIR / "eval.html")
+    # the web pages: search (/), evaluation reports, judging and review of a MITL campaign
+    for route, page in (("/", "index.html"), ("/eval", "eval.html"), ("/judge", "judge.html"),
+                        ("/review", "review.html")):
+        app.add_api_route(route, _page(STATIC_DIR / page), include_in_schema=False)
 
     return app

@@ -1,0 +1,66 @@
+"""Positives files in the ``eccv-caption`` package's JSON layout, and evaluating against them.
+
+A positives directory holds ``image_to_caption.json`` ({image id: [caption ids]}, the i2t
+positives) and ``caption_to_image.json`` ({caption id: [image ids]}, the t2i positives), the
+layout of ``eccv_caption/data/*_image_to_caption.json``; ``xmodal mitl export`` writes one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from xmodal.errors import XmodalError
+from xmodal.eval.protocol_types import Protocol, pairs_to_relevance
+
+I2T_FILE = "image_to_caption.json"
+T2I_FILE = "caption_to_image.json"
+
+
+def _read(path: Path) -> dict[str, list[str]]:
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise XmodalError(f"positives file not found: {path}") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise XmodalError(f"{path}: not a positives JSON file ({exc})") from exc
+    if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
+        raise XmodalError(f"{path}: expected an object mapping each id to a list of ids")
+    return {str(k): [str(x) for x in v] for k, v in raw.items()}
+
+
+def load_positives(path: str | Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """(image -> captions, caption -> images) from a positives directory."""
+    path = Path(path)
+    if not path.is_dir():
+        raise XmodalError(f"{path}: expected a positives directory holding {I2T_FILE} and "
+                          f"{T2I_FILE} (written by 'xmodal mitl export')")
+    return _read(path / I2T_FILE), _read(path / T2I_FILE)
+
+
+def write_positives(path: str | Path, image_to_caption: dict[str, list[str]],
+                    caption_to_image: dict[str, list[str]]) -> Path:
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    for name, data in ((I2T_FILE, image_to_caption), (T2I_FILE, caption_to_image)):
+        tmp = path / (name + ".tmp")
+        tmp.write_text(json.dumps({k: sorted(v) for k, v in sorted(data.items())}, indent=1))
+        tmp.replace(path / name)
+    return path
+
+
+def with_positives(protocol: Protocol, path: str | Path) -> Protocol:
+    """``protocol`` with its relevance replaced by the positives in ``path``."""
+    i2c, c2i = load_positives(path)
+    directions = {}
+    for name, d in protocol.directions.items():
+        pairs = ([(i, c) for i, cs in i2c.items() for c in cs] if name == "i2t"
+                 else [(i, c) for c, is_ in c2i.items() for i in is_])
+        rel = pairs_to_relevance(d.image_ids, d.text_ids, pairs)
+        if rel.nnz == 0:
+            raise XmodalError(f"{path}: no {name} positive matches an image and a text of "
+                              f"protocol {protocol.name!r} (are the ids from another protocol?)")
+        directions[name] = replace(d, relevance=rel)
+    notes = f"{protocol.notes} Positives replaced by {path}."
+    return replace(protocol, directions=directions, notes=notes.strip())
