@@ -33,6 +33,10 @@ def eval_command(
         None, "--scores", help="Evaluate precomputed scores (.npy images x texts, or .npz with "
         "'i2t'/'t2i') instead of running a model."
     ),
+    positives: Path | None = typer.Option(
+        None, "--positives", help="Evaluate against these positives instead of the protocol's "
+        "(a directory in the eccv-caption layout, e.g. from `xmodal mitl export`)."
+    ),
     seed: int = typer.Option(0, "--seed", help="Random seed passed to the model."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON report to stdout."),
     output: Path | None = typer.Option(None, "--output", "-o", help="Also save the JSON report."),
@@ -50,6 +54,8 @@ def eval_command(
 
       xmodal eval -p eccv --scores my_scores.npz --json
 
+      xmodal eval -p flickr8k-hodosh -m dual --positives flickr-positives/   # MITL-extended
+
       xmodal eval -p folder --data ~/Pictures/trip --captions trip.csv -m dual   # your photos
     """
     from xmodal.eval.protocols import get_protocol
@@ -61,6 +67,10 @@ def eval_command(
         raise XmodalError("--captions is for the folder protocol (-p folder --data FOLDER)")
     proto = (get_protocol(protocol, data, captions=captions) if protocol == "folder"
              else get_protocol(protocol, data))
+    if positives is not None:
+        from xmodal.eval.positives import with_positives
+
+        proto = with_positives(proto, positives)
     if scores is not None:
         import time
 

@@ -50,17 +50,22 @@ def write_positives(path: str | Path, image_to_caption: dict[str, list[str]],
     return path
 
 
-def with_positives(protocol: Protocol, path: str | Path) -> Protocol:
-    """``protocol`` with its relevance replaced by the positives in ``path``."""
-    i2c, c2i = load_positives(path)
+def apply_positives(protocol: Protocol, image_to_caption: dict[str, list[str]],
+                    caption_to_image: dict[str, list[str]], source: str = "") -> Protocol:
+    """``protocol`` with each direction's relevance replaced by these positives."""
     directions = {}
     for name, d in protocol.directions.items():
-        pairs = ([(i, c) for i, cs in i2c.items() for c in cs] if name == "i2t"
-                 else [(i, c) for c, is_ in c2i.items() for i in is_])
+        pairs = ([(i, c) for i, cs in image_to_caption.items() for c in cs] if name == "i2t"
+                 else [(i, c) for c, is_ in caption_to_image.items() for i in is_])
         rel = pairs_to_relevance(d.image_ids, d.text_ids, pairs)
         if rel.nnz == 0:
-            raise XmodalError(f"{path}: no {name} positive matches an image and a text of "
-                              f"protocol {protocol.name!r} (are the ids from another protocol?)")
+            raise XmodalError(f"{source or 'positives'}: no {name} positive matches an image and "
+                              f"a text of protocol {protocol.name!r} (ids from another protocol?)")
         directions[name] = replace(d, relevance=rel)
-    notes = f"{protocol.notes} Positives replaced by {path}."
+    notes = f"{protocol.notes} Positives replaced by {source or 'extended positives'}."
     return replace(protocol, directions=directions, notes=notes.strip())
+
+
+def with_positives(protocol: Protocol, path: str | Path) -> Protocol:
+    """``protocol`` with its relevance replaced by the positives directory ``path``."""
+    return apply_positives(protocol, *load_positives(path), source=str(path))

@@ -58,7 +58,7 @@ def verdicts(campaign: Campaign, rule: str = "eccv", ties: str = "negative",
     by_pair: dict[int, list] = {}
     answers: dict[int, list[int]] = defaultdict(list)
     for pid, image_id, text_id, kind, worker, answer in campaign.accepted_judgments():
-        if kind.startswith("gold") or worker in dropped:
+        if worker in dropped:
             continue
         by_pair[pid] = [image_id, text_id, kind]
         if answer is not None:

@@ -65,7 +65,10 @@ CREATE TABLE IF NOT EXISTS hit_items (
     hit_id INTEGER NOT NULL REFERENCES hits(id),
     position INTEGER NOT NULL,
     pair_id INTEGER NOT NULL REFERENCES pairs(id),
-    PRIMARY KEY (hit_id, position));
+    -- judge: a pair to judge, gold_pos / gold_neg: a known positive / negative (the check)
+    role TEXT NOT NULL CHECK (role IN ('judge', 'gold_pos', 'gold_neg')),
+    PRIMARY KEY (hit_id, position),
+    UNIQUE (hit_id, pair_id));
 CREATE INDEX IF NOT EXISTS hit_items_pair ON hit_items(pair_id);
 CREATE TABLE IF NOT EXISTS workers (
     id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, token_sha256 TEXT NOT NULL UNIQUE,
@@ -80,6 +83,8 @@ CREATE TABLE IF NOT EXISTS assignments (
     submitted_at REAL,
     draft TEXT,
     UNIQUE (hit_id, worker_id));
+CREATE INDEX IF NOT EXISTS assignments_hit ON assignments(hit_id, status);
+CREATE INDEX IF NOT EXISTS assignments_worker ON assignments(worker_id, status);
 CREATE TABLE IF NOT EXISTS judgments (
     assignment_id INTEGER NOT NULL REFERENCES assignments(id),
     pair_id INTEGER NOT NULL REFERENCES pairs(id),
@@ -109,7 +114,7 @@ class Worker:
 
 @dataclass(frozen=True)
 class Item:
-    """One pair of a HIT as the judging page shows it (gold kinds stay server-side)."""
+    """One pair of a HIT as the judging page shows it (gold roles stay server-side)."""
 
     position: int
     pair_id: int
@@ -183,6 +188,10 @@ class Campaign:
         conn.execute("INSERT INTO meta VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = "
                      "excluded.value", (key, json.dumps(value)))
 
+    def set_meta_now(self, key: str, value: Any) -> None:
+        with self.write() as c:
+            self.set_meta(c, key, value)
+
     def save_result(self, name: str, value: Any) -> None:
         with self.write() as c:
             c.execute("INSERT INTO results VALUES(?, ?, ?) ON CONFLICT(name) DO UPDATE SET "
@@ -251,14 +260,16 @@ class Campaign:
         marks = ",".join("?" * len(kinds))
         return [r[0] for r in self.q(
             f"SELECT id FROM pairs WHERE kind IN ({marks}) AND id NOT IN "
-            f"(SELECT pair_id FROM hit_items) ORDER BY id", list(kinds))]
+            f"(SELECT pair_id FROM hit_items WHERE role = 'judge') ORDER BY id", list(kinds))]
 
-    def add_hit(self, conn, pair_ids: Sequence[int], round_: int, replication: int) -> int:
+    def add_hit(self, conn, items: Sequence[tuple[int, str]], round_: int,
+                replication: int) -> int:
+        """A HIT of (pair id, role) items, in the order shown."""
         cur = conn.execute("INSERT INTO hits(round, replication, created_at) VALUES(?, ?, ?)",
                            (round_, replication, time.time()))
         hit = cur.lastrowid
-        conn.executemany("INSERT INTO hit_items VALUES(?, ?, ?)",
-                         [(hit, pos, pid) for pos, pid in enumerate(pair_ids)])
+        conn.executemany("INSERT INTO hit_items VALUES(?, ?, ?, ?)",
+                         [(hit, pos, pid, role) for pos, (pid, role) in enumerate(items)])
         return hit
 
     # ----- judging --------------------------------------------------------------------------
@@ -341,8 +352,8 @@ class Campaign:
                                       "another worker; ask for a new HIT")
             elif status != "active":
                 raise CampaignConflict(f"assignment {assignment_id} was already submitted")
-            kinds = dict(c.execute("SELECT p.id, p.kind FROM hit_items hi JOIN pairs p ON "
-                                   "p.id = hi.pair_id WHERE hi.hit_id = ?", (hit,)).fetchall())
+            kinds = dict(c.execute("SELECT pair_id, role FROM hit_items WHERE hit_id = ?",
+                                   (hit,)).fetchall())
             extra = set(answers) - set(kinds)
             if extra:
                 raise XmodalError(f"pairs {sorted(extra)} are not in this HIT")
@@ -369,7 +380,8 @@ class Campaign:
         out = []
         for aid, hit, name, at in rows:
             items = self.q(
-                "SELECT p.id, p.image_id, p.text_id, t.text, p.kind, j.answer, j.reason FROM "
+                "SELECT p.id, p.image_id, p.text_id, t.text, CASE hi.role WHEN 'judge' THEN "
+                "p.kind ELSE hi.role END, j.answer, j.reason FROM "
                 "judgments j JOIN pairs p ON p.id = j.pair_id JOIN texts t ON t.id = p.text_id "
                 "JOIN hit_items hi ON hi.pair_id = p.id AND hi.hit_id = ? WHERE "
                 "j.assignment_id = ? ORDER BY hi.position", (hit, aid))
@@ -397,18 +409,22 @@ class Campaign:
         return row[0][0] if row else None
 
     def accepted_judgments(self) -> list[tuple[int, str, str, str, str, int | None]]:
-        """(pair id, image id, text id, kind, worker, answer) of every accepted assignment."""
+        """(pair id, image id, text id, kind, worker, answer) of every accepted assignment's
+        pairs to judge (the golden checks left out)."""
         return self.q(
             "SELECT p.id, p.image_id, p.text_id, p.kind, w.name, j.answer FROM judgments j "
             "JOIN assignments a ON a.id = j.assignment_id JOIN workers w ON w.id = a.worker_id "
-            "JOIN pairs p ON p.id = j.pair_id WHERE a.status = 'accepted' ORDER BY p.id, w.id")
+            "JOIN hit_items hi ON hi.hit_id = a.hit_id AND hi.pair_id = j.pair_id "
+            "JOIN pairs p ON p.id = j.pair_id WHERE a.status = 'accepted' AND hi.role = 'judge' "
+            "ORDER BY p.id, w.id")
 
     def submitted_gold(self) -> list[tuple[str, str, int | None]]:
-        """(worker, gold kind, answer) over every submitted assignment, for gold accuracy."""
+        """(worker, gold role, answer) over every submitted assignment, for gold accuracy."""
         return self.q(
-            "SELECT w.name, p.kind, j.answer FROM judgments j JOIN assignments a ON "
-            "a.id = j.assignment_id JOIN workers w ON w.id = a.worker_id JOIN pairs p ON "
-            "p.id = j.pair_id WHERE p.kind LIKE 'gold%' AND a.submitted_at IS NOT NULL")
+            "SELECT w.name, hi.role, j.answer FROM judgments j JOIN assignments a ON "
+            "a.id = j.assignment_id JOIN workers w ON w.id = a.worker_id JOIN hit_items hi ON "
+            "hi.hit_id = a.hit_id AND hi.pair_id = j.pair_id WHERE hi.role != 'judge' AND "
+            "a.submitted_at IS NOT NULL")
 
     def progress(self) -> dict[str, Any]:
         one = lambda sql: self.q(sql)[0][0]  # noqa: E731

@@ -162,7 +162,7 @@ class Tagger:
     def vocabulary(self) -> list[str]:
         return list(self.model.vocabulary_)
 
-    def _features(self, images: Sequence[ImageInput]):
+    def image_features(self, images: Sequence[ImageInput]):
         for im in images:
             if not isinstance(im, Image.Image) and not Path(im).is_file():
                 raise XmodalError(f"image not found: {im}")
@@ -176,7 +176,7 @@ class Tagger:
         """(n_images, n_words) tag scores; XmodalError names the first unreadable image."""
         if not len(images):
             return np.zeros((0, len(self.vocabulary)))
-        feats = self._features(images)
+        feats = self.image_features(images)
         if isinstance(self.model, KeywordHead):
             return self.model.probabilities(feats)
         return self.model.word_scores(feats)
@@ -184,7 +184,7 @@ class Tagger:
     def tag_many(self, images: Sequence[ImageInput], n: int = 5) -> list[list[tuple[str, float]]]:
         if n < 1:
             raise XmodalError("the number of tags must be at least 1")
-        feats = self._features(images)
+        feats = self.image_features(images)
         if isinstance(self.model, KeywordHead):
             shown = self.model.probabilities(feats)
             rank = self.model.word_scores(feats)

@@ -152,6 +152,42 @@ def embedding_scorer(model: Any, path: Any = None, protocol_name: str = ""):
     return scorer
 
 
+def tagger_caption_scores(tagger: Any, paths: list, texts: list[str]) -> np.ndarray:
+    """Images x texts: mean log P(word | image) over each caption's keyword lemmas under the
+    tagger's independent word models; a caption with no keyword ranks last for every image."""
+    from xmodal.features.captions import preprocess_tagged
+
+    index = {w: n for n, w in enumerate(tagger.vocabulary)}
+    feats = tagger.image_features(paths) if paths else np.zeros((0, 0))
+    log_p = -np.logaddexp(0.0, -tagger.model.logits(feats))  # (n_images, n_words)
+    words = np.zeros((len(index), len(texts)))
+    for j, toks in enumerate(preprocess_tagged(texts)):
+        hits = [index[lemma] for lemma, _ in toks if lemma in index]
+        for w in hits:
+            words[w, j] += 1.0 / len(hits)
+    scores = log_p @ words
+    empty = words.sum(0) == 0
+    if empty.any():
+        scores[:, empty] = (scores[:, ~empty].min() if (~empty).any() else 0.0) - 1.0
+    return scores
+
+
+def _tagger_scorer(setting: Setting, protocol_name: str):
+    from xmodal.models.tagger import load_default_tagger
+
+    tagger = load_default_tagger()
+
+    def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
+        ds = protocol.dataset
+        if ds is None or not hasattr(ds, "image_path"):
+            raise XmodalError(f"protocol {protocol.name!r} has no image files; the tagger needs "
+                              "images")
+        return tagger_caption_scores(tagger, [ds.image_path(i) for i in direction.image_ids],
+                                     list(direction.texts))
+
+    return scorer
+
+
 def _kcca(name: str, text: str, image: str, diag: float, provenance: str, *,
           text_landmarks: bool = False, full: bool = False) -> Setting:
     from xmodal.models.hodosh import KAPPAS, N_GRID, n_grid_for
@@ -218,6 +254,12 @@ SETTINGS = [
             "EfficientNet-Lite0 ImageNet logits; MiniLM embeddings of the class names",
             "training-free bridge: no fitted parameters (reports/dual_encoder.md)",
             (), _dual_scorer, frozen(spec="efficientnet-minilm-zeroshot")),
+    Setting("tagger-lemmas", "", "xmodal.models.tagger:KeywordHead", frozen(),
+            "the shipped keyword tagger (EfficientNet-Lite0 pooled features, xmodal/assets/tag); "
+            "captions as their spaCy keyword lemmas",
+            "ours: a caption scores the mean log-probability of its keyword lemmas under the "
+            "shipped tagger (no fitted parameters beyond the tagger's)",
+            (), _tagger_scorer),
 ]
 
 SAVED_MODEL_SCORERS = {"hodosh-kcca": saved_hodosh_scorer, "dual-encoder": embedding_scorer}

@@ -1,0 +1,382 @@
+"""``xmodal mitl``: find missing positives with machine annotators and human (or simulated)
+judges — propose, HITs, workers, aggregate, export, next-round, simulate."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from xmodal.cli._app import app, console
+from xmodal.errors import XmodalError
+
+mitl_app = typer.Typer(
+    help="Machine-in-the-loop discovery of missing positives (ECCV Caption §3): machine "
+    "annotators propose candidate pairs, people judge them at /judge, the verified positives "
+    "extend a protocol's ground truth.",
+    no_args_is_help=True,
+)
+workers_app = typer.Typer(help="Register and list the people who judge a campaign.",
+                          no_args_is_help=True)
+app.add_typer(mitl_app, name="mitl")
+mitl_app.add_typer(workers_app, name="workers")
+
+CAMPAIGN = typer.Argument(..., help="the campaign database (SQLite), e.g. flickr.mitl.db")
+
+
+def _protocol(spec: dict[str, Any]):
+    from xmodal.eval.protocols import get_protocol
+
+    if spec.get("name") == "folder":
+        return get_protocol("folder", spec.get("data"), captions=spec.get("captions"))
+    return get_protocol(spec["name"], spec.get("data"))
+
+
+def _campaign_protocol(campaign):
+    spec = campaign.meta("protocol")
+    if not spec:
+        raise XmodalError(f"{campaign.path}: the campaign has no protocol; start it with "
+                          "'xmodal mitl propose'")
+    return _protocol(spec)
+
+
+def _echo_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2))
+
+
+def _print_propose(stats: dict[str, Any]) -> None:
+    t = Table(title=f"candidates (top-{stats['k']} per annotator; queries "
+                    f"{stats['queries']})")
+    for col in ("annotator", "proposed", "already positive", "candidates", "unique"):
+        t.add_column(col, justify="right" if col != "annotator" else "left")
+    for name, a in stats["annotators"].items():
+        t.add_row(name, str(a["proposed"]), str(a["already_positive"]), str(a["candidates"]),
+                  str(a["unique"]))
+    console.print(t)
+    names = list(stats["annotators"])
+    if len(names) > 1:
+        o = Table(title="pairwise overlap of candidates (shared pairs / Jaccard)")
+        o.add_column("")
+        for n in names:
+            o.add_column(n, justify="right")
+        for a in names:
+            cells = []
+            for b in names:
+                v = stats["overlap"].get(f"{a}|{b}") or stats["overlap"].get(f"{b}|{a}")
+                cells.append("-" if v is None else f"{v['shared']} / {v['jaccard']:.2f}")
+            o.add_row(a, *cells)
+        console.print(o)
+    console.print(f"{stats['total_proposed']} proposals -> {stats['unique_candidates']} unique "
+                  "candidate pairs")
+
+
+@mitl_app.command("propose")
+def propose_command(
+    campaign: Path = CAMPAIGN,
+    protocol: str = typer.Option(..., "--protocol", "-p", help="protocol to extend "
+                                 "(`xmodal protocols`)"),
+    annotator: list[str] = typer.Option(
+        ..., "--annotator", "-a", help="a machine annotator: a registered model name, a saved "
+        "model directory or a .npy/.npz score file (images x texts); NAME=SPEC names it. "
+        "Repeat for several."),
+    data: Path | None = typer.Option(None, "--data", help="data root; for -p folder, the photo "
+                                     "folder"),
+    captions: Path | None = typer.Option(None, "--captions", help="for -p folder: the caption "
+                                         "file"),
+    queries: int = typer.Option(100, "--queries", "-n", help="queries sampled per direction "
+                                "(0 = all)"),
+    k: int = typer.Option(5, "--k", help="candidates per annotator and query"),
+    seed: int = typer.Option(0, "--seed", help="seed of the query sample"),
+    judge_originals: bool = typer.Option(False, "--judge-originals", help="also have the "
+                                         "sampled queries' original positive pairs judged "
+                                         "(for the precision of the original ground truth)"),
+    as_json: bool = typer.Option(False, "--json", help="print the statistics as JSON"),
+) -> None:
+    """Start a campaign: sample queries and store every annotator's top-K as candidates.
+
+    Examples:
+
+      xmodal mitl propose flickr.db -p flickr8k-hodosh -a dual -a hodosh-nn -a tagger-lemmas
+
+      xmodal mitl propose trip.db -p folder --data ~/Pictures/trip --captions trip.csv \\
+          -a dual -a mine=my_scores.npz -n 0
+    """
+    from xmodal.mitl.propose import load_annotator, propose
+    from xmodal.mitl.store import Campaign
+
+    if campaign.exists():
+        raise XmodalError(f"{campaign} already exists; a campaign is proposed once (use "
+                          "'xmodal mitl next-round' for more candidates)")
+    if captions is not None and protocol != "folder":
+        raise XmodalError("--captions is for the folder protocol (-p folder --data FOLDER)")
+    spec = {"name": protocol, "data": str(data) if data else None,
+            "captions": str(captions) if captions else None}
+    proto = _protocol(spec)
+    built = []
+    for a in annotator:
+        console.print(f"scoring with {a} …")
+        built.append(load_annotator(a, proto, seed))
+    with Campaign(campaign, create=True) as c:
+        c.set_meta_now("protocol", spec)
+        stats = propose(c, proto, built, queries or None, k, seed, judge_originals)
+    if as_json:
+        _echo_json(stats)
+    else:
+        _print_propose(stats)
+        console.print(f"next: xmodal mitl hits {campaign}")
+
+
+@mitl_app.command("hits")
+def hits_command(
+    campaign: Path = CAMPAIGN,
+    size: int = typer.Option(16, "--size", help="pairs to judge per HIT (plus 2 golden pairs)"),
+    judgments: int = typer.Option(3, "--judgments", help="different workers per pair"),
+    seed: int = typer.Option(0, "--seed", help="seed of the shuffle and the golden pairs"),
+) -> None:
+    """Bundle the waiting candidates into HITs (N pairs + 1 known positive + 1 known negative).
+
+    Example: xmodal mitl hits flickr.db --size 16 --judgments 3
+    """
+    from xmodal.mitl.hits import make_hits
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign) as c:
+        hits = make_hits(c, _campaign_protocol(c), size, judgments, seed)
+        console.print(f"{len(hits)} HITs of up to {size} + 2 pairs, {judgments} workers each. "
+                      f"next: xmodal mitl workers add {campaign} NAME; xmodal serve "
+                      f"--campaign {campaign}")
+
+
+@workers_app.command("add")
+def workers_add(
+    campaign: Path = CAMPAIGN,
+    name: str = typer.Argument(..., help="the worker's name"),
+    reviewer: bool = typer.Option(False, "--reviewer", help="may accept or reject HITs at "
+                                  "/review"),
+) -> None:
+    """Register a worker and print their token (shown once; only its hash is stored).
+
+    Example: xmodal mitl workers add flickr.db alice
+    """
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign) as c:
+        token = c.add_worker(name, "reviewer" if reviewer else "worker")
+    console.print(f"{'reviewer' if reviewer else 'worker'} {name!r} added; their page: "
+                  f"/{'review' if reviewer else 'judge'}?token={token}")
+    typer.echo(token)
+
+
+@workers_app.command("list")
+def workers_list(campaign: Path = CAMPAIGN,
+                 as_json: bool = typer.Option(False, "--json")) -> None:
+    """List the workers with their submitted, accepted, in-review and rejected HITs."""
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign) as c:
+        rows = c.workers()
+    if as_json:
+        _echo_json(rows)
+        return
+    t = Table()
+    for col in ("name", "role", "submitted", "accepted", "review", "rejected"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(*(str(r[k]) for k in ("name", "role", "submitted", "accepted", "review",
+                                        "rejected")))
+    console.print(t)
+
+
+@mitl_app.command("status")
+def status_command(campaign: Path = CAMPAIGN,
+                   as_json: bool = typer.Option(False, "--json")) -> None:
+    """How far a campaign is: queries, candidates, HITs, submitted / accepted / in review."""
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign) as c:
+        progress = c.progress()
+    if as_json:
+        _echo_json(progress)
+    else:
+        for k, v in progress.items():
+            console.print(f"{k:>11}: {v}")
+
+
+RULE = typer.Option("eccv", "--rule", help="eccv: '100% yes' or 'partially yes' is a positive "
+                    "answer; strict: only '100% yes'")
+TIES = typer.Option("negative", "--ties", help="verdict of a tied pair: negative, positive or "
+                    "unjudged")
+MIN_GOLD = typer.Option(None, "--min-gold-accuracy", help="drop workers whose accuracy on the "
+                        "golden pairs is below this (e.g. 0.7)")
+
+
+@mitl_app.command("aggregate")
+def aggregate_command(
+    campaign: Path = CAMPAIGN, rule: str = RULE, ties: str = TIES,
+    min_gold_accuracy: float | None = MIN_GOLD,
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Verdict per pair (majority of binarised answers), gold accuracy per worker, agreement
+    (Krippendorff's α).
+
+    Example: xmodal mitl aggregate flickr.db --min-gold-accuracy 0.7 --json
+    """
+    from xmodal.mitl.aggregate import summarize
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign) as c:
+        report = summarize(c, rule, ties, min_gold_accuracy)
+    if as_json:
+        _echo_json(report)
+        return
+    for kind, v in report["verdicts"].items():
+        console.print(f"{kind}: {v['positive']} positive, {v['negative']} negative, "
+                      f"{v['unjudged']} unjudged")
+    if not report["verdicts"]:
+        console.print("no accepted HIT yet")
+    ag = report["agreement"]
+    fmt = lambda x: "n/a" if x is None else f"{x:.3f}"  # noqa: E731
+    console.print(f"Krippendorff's α over {ag['pairs']} pairs: binary {fmt(ag['alpha_binary'])}, "
+                  f"ordinal {fmt(ag['alpha_ordinal'])}")
+    for w, g in report["workers"].items():
+        console.print(f"  {w}: gold {g['correct']}/{g['gold']} ({100 * g['accuracy']:.0f}%)"
+                      + ("  [dropped]" if w in report["dropped_workers"] else ""))
+
+
+@mitl_app.command("export")
+def export_command(
+    campaign: Path = CAMPAIGN,
+    out: Path = typer.Argument(..., help="output directory for image_to_caption.json and "
+                               "caption_to_image.json"),
+    rule: str = RULE, ties: str = TIES, min_gold_accuracy: float | None = MIN_GOLD,
+) -> None:
+    """Write the extended positives (original ∪ verified) in the eccv-caption JSON layout.
+
+    Example: xmodal mitl export flickr.db flickr-positives/ &&
+    xmodal eval -p flickr8k-hodosh -m dual --positives flickr-positives/
+    """
+    from xmodal.mitl.aggregate import verdicts
+    from xmodal.mitl.export import export
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign) as c:
+        found, _ = verdicts(c, rule, ties, min_gold_accuracy)
+        if not found:
+            raise XmodalError(f"{campaign}: no accepted judgments yet; nothing to export")
+        result = export(_campaign_protocol(c), found, out)
+    _echo_json(result)
+
+
+@mitl_app.command("next-round")
+def next_round_command(
+    campaign: Path = CAMPAIGN,
+    budget: int = typer.Option(..., "--budget", help="how many new pairs to propose"),
+    strategy: str = typer.Option("targeted", "--strategy", help="targeted (consensus x query "
+                                 "productivity) or deeper (the next ranks)"),
+) -> None:
+    """Propose the next round's candidates from the annotators' stored top-25 lists.
+
+    Example: xmodal mitl next-round flickr.db --budget 2000 && xmodal mitl hits flickr.db
+    """
+    from xmodal.mitl.rounds import propose_next_round
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign) as c:
+        _echo_json(propose_next_round(c, _campaign_protocol(c), budget, strategy))
+
+
+@mitl_app.command("simulate")
+def simulate_command(
+    protocol: str = typer.Option("flickr8k-hodosh", "--protocol", "-p", help="a Flickr8K "
+                                 "protocol over the Hodosh test pool"),
+    judgments: str = typer.Option(..., "--judgments", help="expert or crowd"),
+    judgment_file: Path | None = typer.Option(
+        None, "--judgment-file", help="answers in Hodosh et al.'s file layout instead of the "
+        "dataset's (ExpertAnnotations.txt / CrowdFlowerAnnotations.txt)"),
+    annotator: list[str] | None = typer.Option(None, "--annotator", "-a", help="machine "
+                                               "annotators (default: five families)"),
+    model: list[str] | None = typer.Option(None, "--model", "-m", help="extra models ranked "
+                                           "in the Table-5 study"),
+    campaign: Path | None = typer.Option(None, "--campaign", help="campaign database to "
+                                         "create (default: mitl-PROTOCOL-JUDGMENTS.db here)"),
+    queries: int = typer.Option(0, "--queries", "-n", help="queries per direction (0 = all)"),
+    size: int = typer.Option(16, "--size"),
+    replication: int = typer.Option(3, "--judgments-per-pair"),
+    budget: int | None = typer.Option(None, "--round2-budget", help="pairs proposed in round 2 "
+                                      "(default: a quarter of round 1's)"),
+    plot: Path | None = typer.Option(None, "--plot", help="save the positives-per-judgment "
+                                     "figure here (PNG)"),
+    positives: Path | None = typer.Option(None, "--export", help="also export the extended "
+                                          "positives to this directory"),
+    data: Path | None = typer.Option(None, "--data", help="data root (default: $XMODAL_DATA)"),
+    seed: int = typer.Option(0, "--seed"),
+    as_json: bool = typer.Option(False, "--json", help="print the full report as JSON"),
+) -> None:
+    """Run the whole loop with simulated workers answering from Flickr8K's recorded judgments.
+
+    Prints coverage, the Table-2 precision/recall of the original positives and the Kendall τ
+    table; a pair without a recorded judgment stays unjudged.
+
+    Examples:
+
+      xmodal mitl simulate -p flickr8k-hodosh --judgments crowd --json
+
+      xmodal mitl simulate --judgments expert --plot yield.png --export expert-positives/
+    """
+    from xmodal.mitl.pipeline import (DEFAULT_ANNOTATORS, DEFAULT_EXTRA_MODELS, plot_yield,
+                                      run_simulated_study)
+    from xmodal.mitl.simulate import SOURCES, read_judgment_file, recorded_from_flickr8k
+
+    if judgments not in SOURCES:
+        raise XmodalError(f"--judgments must be one of {SOURCES}, not {judgments!r}")
+    proto = _protocol({"name": protocol, "data": str(data) if data else None})
+    if judgment_file is not None:
+        recorded = read_judgment_file(judgment_file, judgments)
+    else:
+        from xmodal.data import load_flickr8k
+
+        ds = proto.dataset if hasattr(proto.dataset, "expert") else load_flickr8k(data)
+        recorded = recorded_from_flickr8k(ds, judgments)
+    campaign = campaign or Path(f"mitl-{protocol}-{judgments}.db")
+    report = run_simulated_study(
+        proto, recorded, judgments, campaign, annotator or DEFAULT_ANNOTATORS,
+        DEFAULT_EXTRA_MODELS if model is None else model, queries or None, 5, size,
+        replication, seed, budget, positives, log=lambda m: console.print(f"[dim]{m}[/]"))
+    if plot is not None:
+        plot_yield(report["yield"], plot, f"{protocol}, simulated {judgments} judges")
+    if as_json:
+        _echo_json(report)
+        return
+    _print_study(report)
+
+
+def _print_study(report: dict[str, Any]) -> None:
+    _print_propose(report["propose"])
+    t = Table(title="coverage: candidates with a recorded judgment")
+    for col in ("annotator", "candidates", "judged", "coverage", "positive", "precision"):
+        t.add_column(col, justify="right" if col != "annotator" else "left")
+    for n, c in report["coverage"].items():
+        prec = "-" if c["precision"] is None else f"{100 * c['precision']:.1f}"
+        t.add_row(n, str(c["candidates"]), str(c["judged"]), f"{100 * c['coverage']:.1f}%",
+                  str(c["positive"]), prec)
+    console.print(t)
+    t2 = Table(title="Table 2: original positives vs human-verified")
+    for col in ("direction", "precision", "recall"):
+        t2.add_column(col)
+    for d, v in report["table2"].items():
+        t2.add_row(d, *("-" if v[k] is None else f"{100 * v[k]:.1f}"
+                        for k in ("precision", "recall")))
+    console.print(t2)
+    for d, tau in report["table5"]["kendall"].items():
+        tt = Table(title=f"Kendall τ-b between metric rankings ({d})")
+        cols = list(tau)
+        tt.add_column("")
+        for c in cols:
+            tt.add_column(c.replace("original", "orig").replace("extended", "ext"),
+                          justify="right")
+        for a in cols:
+            tt.add_row(a, *("-" if tau[a][b] is None else f"{tau[a][b]:.2f}" for b in cols))
+        console.print(tt)
