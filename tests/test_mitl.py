@@ -258,18 +258,16 @@ def test_an_expired_lease_keeps_its_slot_only_if_free(tmp_path):
 def test_kill_9_during_submissions_loses_nothing_and_leaves_no_half_hit(tmp_path):
     import os
     import signal
-    import socket
     import subprocess
     import sys
     import time
 
     import httpx
+    from live_server import free_port
 
     c, _ = build_campaign(tmp_path, size=4, replication=3)
     tokens = [c.add_worker(f"w{k}") for k in range(4)]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     code = ("import uvicorn, sys; from xmodal.server import create_app; "
             "app = create_app(sys.argv[1] + '/none.db', reports_dir=sys.argv[1], "
             "thumbnail_dir=sys.argv[1] + '/t', campaign=sys.argv[1] + '/campaign.db'); "

@@ -7,33 +7,20 @@ Screenshots are saved to ``test-artifacts/`` (gitignored) as test artifacts.
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from pathlib import Path
 
 import pytest
+from live_server import CHROMIUM, CHROMIUM_ARGS, chromium, live_server
 from PIL import Image
 from test_server_fakes import COLOURS, fake_backends
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    import uvicorn
-
     from xmodal.server import create_app
 
     root = tmp_path_factory.mktemp("browser")
@@ -61,32 +48,18 @@ def server(tmp_path_factory):
              "directions": {"i2t": metrics_a}}))
     db, parts = fake_backends(root)
     app = create_app(db, reports_dir=reports, thumbnail_dir=root / "thumbs", **parts)
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=srv.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not srv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert srv.started, "uvicorn did not start"
-    yield {"url": f"http://127.0.0.1:{port}", "root": root}
-    srv.should_exit = True
-    thread.join(timeout=10)
+    with live_server(app) as url:
+        yield {"url": url, "root": root}
 
 
 @pytest.fixture(scope="module")
 def page():
-    if not CHROMIUM.exists():
-        pytest.skip("Debian Chromium not found at /usr/bin/chromium (apt-get install chromium)")
-    sync_api = pytest.importorskip("playwright.sync_api")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+    with chromium() as browser:
         context = browser.new_context(viewport={"width": 1100, "height": 800})
         pg = context.new_page()
         pg.set_default_timeout(15_000)
         yield pg
         context.close()
-        browser.close()
 
 
 def test_search_shows_results_and_similar_images(server, page):
@@ -228,7 +201,6 @@ def docs_screenshot(out: Path) -> None:
     """
     import tempfile
 
-    import uvicorn
     from playwright.sync_api import sync_playwright
 
     from xmodal.cli.demo_cmd import copy_sample_photos
@@ -240,23 +212,17 @@ def docs_screenshot(out: Path) -> None:
         copy_sample_photos(root / "photos")
         PhotoIndex(root / "photos.db").update(root / "photos", progress=False)
         app = create_app(root / "photos.db", thumbnail_dir=root / "thumbs")
-        port = _free_port()
-        srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-        threading.Thread(target=srv.run, daemon=True).start()
-        while not srv.started:
-            time.sleep(0.05)
-        with sync_playwright() as pw:
+        with live_server(app, timeout=120) as url, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             page = browser.new_page(viewport={"width": 1000, "height": 620})
             page.set_default_timeout(120_000)
-            page.goto(f"http://127.0.0.1:{port}/?q=a%20cat")
+            page.goto(f"{url}/?q=a%20cat")
             page.wait_for_selector("#results .card")
             page.wait_for_function(
                 "[...document.querySelectorAll('#results img')]"
                 ".every(i => i.complete && i.naturalWidth > 0)")
             page.screenshot(path=str(root / "shot.png"))
             browser.close()
-        srv.should_exit = True
         shot = Image.open(root / "shot.png").convert("RGB")
         shot.quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(out, optimize=True)
     print(f"wrote {out} ({out.stat().st_size // 1024} KB)")

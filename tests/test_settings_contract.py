@@ -196,7 +196,7 @@ def test_hodosh_setting_contract(name, tmp_path):
 
 
 # -- the rest: random, the NN baseline, the dual encoder ------------------------------------------
-OTHERS = ["random", "hodosh-nn", "dual", "efficientnet-minilm-zeroshot"]
+OTHERS = ["random", "hodosh-nn", "dual", "efficientnet-minilm-zeroshot", "tagger-lemmas"]
 
 
 def test_random_contract():
@@ -248,3 +248,29 @@ def test_dual_setting_contract(name, tmp_path):
     assert s.shape == (N_IMG, N_TXT)
     loaded = load(model.save(tmp_path / name))
     np.testing.assert_array_equal(scores(loaded), s)
+
+
+def test_tagger_lemmas_contract():
+    """A caption scores the mean log-probability of its keyword lemmas under the tagger."""
+    from xmodal.models.tagger import KeywordHead, Tagger
+    from xmodal.recipes.flickr8k import tagger_caption_scores
+
+    rng = np.random.default_rng(0)
+    vocab = ["dog", "cat", "bird", "sky", "run"]
+    x = rng.normal(size=(40, 6)).astype(np.float32)
+    y = rng.random((40, len(vocab))) < 0.4
+    head = KeywordHead(max_iter=20).fit(x, y, vocab)
+    feats = rng.normal(size=(N_IMG, 6)).astype(np.float32)
+    tagger = Tagger(head, KeywordHead.FEATURES)
+    tagger.image_features = lambda paths: feats[[int(p) for p in paths]]
+    caps = ["a dog runs", "the cat", "a bird in the sky", "dogs run under the sky", "hello"]
+    paths = [str(k) for k in range(N_IMG)]
+    s = tagger_caption_scores(tagger, paths, caps)
+    assert s.shape == (N_IMG, N_TXT) and np.isfinite(s).all()
+    log_p = -np.logaddexp(0.0, -head.logits(feats))
+    np.testing.assert_allclose(s[:, 0], log_p[:, [0, 4]].mean(1), rtol=1e-6)
+    np.testing.assert_allclose(s[:, 2], log_p[:, [2, 3]].mean(1), rtol=1e-6)
+    assert (s[:, 4] < s[:, :4].min()).all()  # no keyword: ranked last
+    pi, pt = rng.permutation(N_IMG), rng.permutation(N_TXT)
+    sp = tagger_caption_scores(tagger, [paths[k] for k in pi], [caps[k] for k in pt])
+    np.testing.assert_allclose(sp, s[pi][:, pt], rtol=1e-9)
