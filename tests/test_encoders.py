@@ -66,7 +66,7 @@ def test_image_features_shapes_oracles_and_cache(cache, photos, monkeypatch):
     np.testing.assert_allclose(f.logits[1], ref.numpy()[0], rtol=1e-3, atol=1e-2)
 
     # second call: everything from the cache (the network must not run), also for a copy
-    def boom(batch):
+    def boom(*args):
         raise AssertionError("cache miss")
 
     monkeypatch.setattr(ie, "_forward", boom)
@@ -77,6 +77,32 @@ def test_image_features_shapes_oracles_and_cache(cache, photos, monkeypatch):
     np.testing.assert_array_equal(g.pooled[0], f.pooled[0])
     np.testing.assert_array_equal(g.maps[1:], f.maps)
     assert ie.encode_image_paths(paths, progress=False).shape == (3, 1280)
+
+
+def test_onnx_engine_matches_torch_on_real_photos(cache, tmp_path, monkeypatch):
+    """The default ONNX Runtime tower gives torch fp32's features (cosine >= 0.9999)."""
+    pytest.importorskip("onnxruntime")
+    from xmodal.cli.demo_cmd import copy_sample_photos
+    from xmodal.features import image_encoder as ie
+
+    paths = copy_sample_photos(tmp_path / "real")
+    out = {}
+    for name in ("torch", "onnx"):
+        monkeypatch.setenv("XMODAL_ENGINE", name)
+        out[name] = ie.extract_image_features(paths, maps=True, cache=False, progress=False)
+
+    def cosine(a, b):
+        return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+
+    assert len(paths) >= 5
+    assert cosine(out["torch"].pooled, out["onnx"].pooled).min() >= 0.9999
+    assert cosine(out["torch"].logits, out["onnx"].logits).min() >= 0.9999
+    assert (out["torch"].logits.argmax(1) == out["onnx"].logits.argmax(1)).all()
+    np.testing.assert_allclose(out["onnx"].maps.astype(np.float32),
+                               out["torch"].maps.astype(np.float32), atol=2e-2)
+    monkeypatch.setenv("XMODAL_ENGINE", "tensorflow")
+    with pytest.raises(XmodalError, match="XMODAL_ENGINE"):
+        ie.extract_image_features(paths[:1], cache=False, progress=False)
 
 
 def test_bad_images_raise_or_mask(cache, photos):

@@ -138,7 +138,17 @@ def _caches() -> tuple[ArrayCache, ArrayCache]:
     return small, maps
 
 
-def _forward(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _forward(batch: np.ndarray, maps: bool = True):
+    """(pooled, logits, maps or None) of a preprocessed batch, on the configured engine
+    (:func:`xmodal.features.onnx_engine.engine`: ONNX Runtime by default, or torch)."""
+    from xmodal.features.onnx_engine import effnet_forward, engine
+
+    if engine() == "onnx":
+        return effnet_forward(batch, maps)
+    return _torch_forward(batch, maps)
+
+
+def _torch_forward(batch: np.ndarray, maps: bool = True):
     import torch
 
     model = load_efficientnet()
@@ -147,8 +157,8 @@ def _forward(batch: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         fmap = model.extract_features(x)  # (b, 1280, 7, 7)
         pooled = fmap.mean(dim=(2, 3))
         logits = model._fc(pooled)
-    maps = fmap.permute(0, 2, 3, 1).numpy().astype(np.float16)
-    return pooled.numpy(), logits.numpy(), maps
+    fmaps = fmap.permute(0, 2, 3, 1).numpy().astype(np.float16) if maps else None
+    return pooled.numpy(), logits.numpy(), fmaps
 
 
 def extract_image_features(
@@ -221,7 +231,7 @@ def extract_image_features(
                     bar.close()
                     raise
         if good:
-            p, lg, fm = _forward(np.stack(arrays))
+            p, lg, fm = _forward(np.stack(arrays), maps)
             pooled[good], logits[good] = p, lg
             if maps:
                 fmaps[good] = fm

