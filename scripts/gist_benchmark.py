@@ -5,7 +5,7 @@
 Stages are cached under ``xmodal.paths.cache_dir()/gist/bench`` (queries, candidates per input
 configuration), so a rerun only redoes cross-validation and the report. ``--fresh`` ignores them.
 Outputs: ``reports/gist.md``, ``benchmarks/results/gist.json`` and
-``src/xmodal/assets/gist/ranker.json`` (the full model refitted on all queries).
+``src/xmodal/assets/gist/ranker/`` (the full model refitted on all queries).
 """
 
 from __future__ import annotations
@@ -397,11 +397,7 @@ def main() -> None:
         "date": _dt.date.today().isoformat(),
     }
     if args.limit is None:
-        asset = ROOT / "src" / "xmodal" / "assets" / "gist" / "ranker.json"
-        asset.parent.mkdir(parents=True, exist_ok=True)
-        d = final.to_dict()
-        d["trained_on"] = info
-        asset.write_text(json.dumps(d, indent=1) + "\n")
+        final.save(ROOT / "src" / "xmodal" / "assets" / "gist" / "ranker", provenance=info)
     examples = run_examples(graph, final) if args.limit is None else []
     out = {
         "command": "nice -n 10 python scripts/gist_benchmark.py",

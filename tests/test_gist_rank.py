@@ -86,11 +86,17 @@ def test_coordinate_ascent_learns_signs_and_beats_single_features(tmp_path):
     # Held-out queries from the same distribution
     Xt, yt, qt = _synthetic(seed=1)
     assert _map(m.decision_function(Xt), yt, qt) > _map(Xt[:, 0], yt, qt) + 0.1
-    # Save / load round trip (JSON, no pickle)
-    path = tmp_path / "ranker.json"
-    m.save(path)
+    # Save / load round trip (the one model-dir format, no pickle), also through models.load
+    path = m.save(tmp_path / "ranker")
+    assert sorted(p.name for p in path.iterdir()) == ["arrays.npz", "config.json"]
     m2 = CoordinateAscentRanker.load(path)
-    np.testing.assert_allclose(m2.decision_function(Xt), m.decision_function(Xt))
+    np.testing.assert_array_equal(m2.decision_function(Xt), m.decision_function(Xt))
+    assert m2.feature_names_ == m.feature_names_ and m2.get_params() == m.get_params()
+    from xmodal.models import load
+
+    m3 = load(path)
+    assert type(m3) is CoordinateAscentRanker
+    np.testing.assert_array_equal(m3.decision_function(Xt), m.decision_function(Xt))
 
 
 def test_ranker_errors(tmp_path):
@@ -98,9 +104,30 @@ def test_ranker_errors(tmp_path):
         CoordinateAscentRanker().decision_function(np.zeros((2, 3)))
     with pytest.raises(XmodalError, match="no training query"):
         CoordinateAscentRanker().fit(np.zeros((4, 2)), np.zeros(4), np.array([0, 0, 1, 1]))
-    bad = tmp_path / "bad.json"
-    bad.write_text('{"type": "something-else"}')
-    with pytest.raises(XmodalError, match="not a gist ranker"):
+    with pytest.raises(XmodalError, match="not fitted"):
+        CoordinateAscentRanker().save(tmp_path / "unfitted")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text('{"type": "kcca", "version": 1, "params": {}}')
+    with pytest.raises(XmodalError, match="holds a 'kcca' model, not 'gist-coordinate-ascent'"):
         CoordinateAscentRanker.load(bad)
+    old = tmp_path / "ranker.json"  # the former single-JSON format
+    old.write_text('{"type": "gist-coordinate-ascent"}')
+    with pytest.raises(XmodalError, match="model directory"):
+        CoordinateAscentRanker.load(old)
     with pytest.raises(XmodalError, match="not found"):
-        CoordinateAscentRanker.load(tmp_path / "missing.json")
+        CoordinateAscentRanker.load(tmp_path / "missing")
+
+
+def test_shipped_ranker_is_a_model_dir_read_by_models_load():
+    from xmodal.gist.detect import default_ranker_path, load_default_ranker
+    from xmodal.gist.pipeline import FEATURES
+    from xmodal.models import load
+    from xmodal.models.modeldir import read_model_dir
+
+    saved = read_model_dir(default_ranker_path(), "gist-coordinate-ascent")
+    assert saved.provenance["benchmark"].startswith("flickr8k literal gist")
+    r = load(default_ranker_path())
+    assert isinstance(r, CoordinateAscentRanker) and r.feature_names_ == FEATURES
+    assert r.weights_.dtype == np.float64 and np.abs(r.weights_).sum() == pytest.approx(1.0)
+    assert np.array_equal(load_default_ranker().weights_, r.weights_)

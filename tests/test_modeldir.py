@@ -85,6 +85,9 @@ def test_shipped_assets_are_in_the_format():
     from xmodal.models.dual import DEFAULT_MODEL_DIR as DUAL
     from xmodal.models.tagger import DEFAULT_MODEL_DIR as TAG
 
-    for path, kind in ((DUAL, "dual-encoder"), (TAG, "keyword_head")):
+    from xmodal.gist.detect import default_ranker_path
+
+    for path, kind in ((DUAL, "dual-encoder"), (TAG, "keyword_head"),
+                       (default_ranker_path(), "gist-coordinate-ascent")):
         saved = read_model_dir(path, kind)
         assert saved.arrays and saved.params and saved.provenance

@@ -23,7 +23,7 @@ def gist_command(
         None, "--graph", help="A TSV graph folder (nodes.tsv + edges.tsv) instead of WordNet."
     ),
     model: Path | None = typer.Option(
-        None, "--model", help="Ranker JSON (default: the shipped one, trained on Flickr8K)."
+        None, "--model", help="Ranker model directory (default: the shipped one, trained on Flickr8K)."
     ),
     no_image: bool = typer.Option(False, "--no-image", help="Ignore the image (caption only)."),
     keywords: bool = typer.Option(

@@ -34,12 +34,12 @@ class GistConcept:
 
 
 def default_ranker_path() -> Path:
-    return Path(str(resources.files("xmodal") / "assets" / "gist" / "ranker.json"))
+    return Path(str(resources.files("xmodal") / "assets" / "gist" / "ranker"))
 
 
 def load_default_ranker() -> CoordinateAscentRanker:
     path = default_ranker_path()
-    if not path.is_file():
+    if not (path / "config.json").is_file():
         raise XmodalError(
             f"the shipped gist ranker is missing ({path}); reinstall xmodal or pass --model"
         )

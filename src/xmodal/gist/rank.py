@@ -4,7 +4,8 @@
 (Metzler & Croft 2007, as RankLib's "Coordinate Ascent" the paper used): features are z-scored
 with training statistics, weights start uniform, each coordinate is line-searched over a geometric
 grid of steps, the weight vector is L1-normalised, and the best of a few random restarts is kept.
-It saves as a small JSON (feature names, mean, scale, weights).
+It saves as a model directory of :mod:`xmodal.models.modeldir` (feature names in
+``config.json``; mean, scale and weights in ``arrays.npz``).
 
 Metrics are per query, from a ranked list and graded relevance ``{node: grade}``:
 AP (normalised by *all* relevant nodes, so a relevant node missing from the candidates counts as a
@@ -13,13 +14,13 @@ miss), P@10 and nDCG@10 (graded gains ``2^g - 1``; ``binary=True`` uses 0/1 gain
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from xmodal.errors import XmodalError
+from xmodal.models.modeldir import read_model_dir, write_model_dir
 
 
 # ---------------------------------------------------------------------- metrics
@@ -176,51 +177,38 @@ class CoordinateAscentRanker:
         return ((X - self.mean_) / self.scale_) @ self.weights_
 
     # ------------------------------------------------------------------ persistence
-    def to_dict(self) -> dict:
-        return {
-            "type": "gist-coordinate-ascent",
-            "features": self.feature_names_,
-            "mean": [float(v) for v in self.mean_],
-            "scale": [float(v) for v in self.scale_],
-            "weights": [float(v) for v in self.weights_],
-            "train_map": float(self.train_map_),
-            "hyperparameters": {
-                "n_restarts": self.n_restarts,
-                "n_passes": self.n_passes,
-                "tol": self.tol,
-                "steps": list(self.steps),
-                "seed": self.seed,
-            },
-        }
+    SAVE_TYPE = "gist-coordinate-ascent"
+    SAVE_VERSION = 1
 
-    def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(self.to_dict(), indent=1) + "\n", encoding="utf-8")
+    def get_params(self) -> dict:
+        return {"n_restarts": self.n_restarts, "n_passes": self.n_passes, "tol": self.tol,
+                "steps": list(self.steps), "seed": self.seed}
 
-    @classmethod
-    def from_dict(cls, d: dict) -> CoordinateAscentRanker:
-        if d.get("type") != "gist-coordinate-ascent":
-            raise XmodalError("not a gist ranker file (type must be 'gist-coordinate-ascent')")
-        hp = d.get("hyperparameters", {})
-        r = cls(
-            **{
-                k: v
-                for k, v in hp.items()
-                if k in {"n_restarts", "n_passes", "tol", "steps", "seed"}
-            }
-        )
-        r.feature_names_ = list(d["features"])
-        r.mean_ = np.asarray(d["mean"], dtype=np.float64)
-        r.scale_ = np.asarray(d["scale"], dtype=np.float64)
-        r.weights_ = np.asarray(d["weights"], dtype=np.float64)
-        r.train_map_ = float(d.get("train_map", float("nan")))
-        return r
+    def save(self, path: str | Path, provenance: dict | None = None) -> Path:
+        """Write a model directory (:mod:`xmodal.models.modeldir`): z-scoring statistics and
+        weights in ``arrays.npz`` (float64), feature names in ``config.json``."""
+        if not hasattr(self, "weights_"):
+            raise XmodalError("ranker is not fitted: nothing to save")
+        arrays = {"mean": self.mean_, "scale": self.scale_, "weights": self.weights_}
+        state = {"features": list(self.feature_names_), "train_map": float(self.train_map_)}
+        return write_model_dir(path, type=self.SAVE_TYPE, version=self.SAVE_VERSION,
+                               params=self.get_params(), arrays=arrays, state=state,
+                               provenance=provenance)
 
     @classmethod
     def load(cls, path: str | Path) -> CoordinateAscentRanker:
         p = Path(path)
-        if not p.is_file():
-            raise XmodalError(f"gist ranker file not found: {p}")
-        try:
-            return cls.from_dict(json.loads(p.read_text(encoding="utf-8")))
-        except (json.JSONDecodeError, KeyError) as exc:
-            raise XmodalError(f"cannot read gist ranker {p}: {exc}") from None
+        if p.is_file():
+            raise XmodalError(f"{p} is a file; a gist ranker is a model directory (config.json "
+                              "+ arrays.npz), e.g. src/xmodal/assets/gist/ranker")
+        if not p.exists():
+            raise XmodalError(f"gist ranker not found: {p}")
+        saved = read_model_dir(p, cls.SAVE_TYPE, cls.SAVE_VERSION, "gist ranker")
+        r = cls(**saved.params)
+        r.feature_names_ = list(saved.state["features"])
+        r.mean_ = saved.arrays["mean"].astype(np.float64)
+        r.scale_ = saved.arrays["scale"].astype(np.float64)
+        r.weights_ = saved.arrays["weights"].astype(np.float64)
+        r.train_map_ = float(saved.state.get("train_map", float("nan")))
+        r.provenance_ = saved.provenance
+        return r

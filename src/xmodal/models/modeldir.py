@@ -40,6 +40,7 @@ MODEL_TYPES: dict[str, str] = {
     "crm": "xmodal.models.relevance:CRM",
     "keyword_head": "xmodal.models.tagger:KeywordHead",
     "dual-encoder": "xmodal.models.dual:DualEncoder",
+    "gist-coordinate-ascent": "xmodal.gist.rank:CoordinateAscentRanker",
 }
 
 
