@@ -194,10 +194,36 @@ def test_ensemble_heads_average_and_round_trip(tmp_path):
     model.class_text_ = rng.normal(size=(1000, 6)).astype(np.float32)
     model.save(tmp_path / "m")
     again = DualEncoder.load(tmp_path / "m")
-    assert isinstance(again.heads_, EnsembleHeads) and len(again.heads_.members) == 2
+    assert len(again.heads_.config()["members"]) == 2 and again.heads_.cfg["dim"] == 8
     np.testing.assert_allclose(  # float16 storage
         again.heads_.embed_texts(text), ens.embed_texts(text), atol=5e-3
     )
+    np.testing.assert_allclose(again.heads_.embed_images(pooled), ens.embed_images(pooled),
+                               atol=5e-3)
+
+
+@pytest.mark.parametrize("options", [{}, {"use_maps": True}, {"text_identity": True}])
+def test_numpy_heads_compute_what_the_torch_heads_compute(options):
+    """The inference heads (numpy, no torch) against the training heads (torch)."""
+    import torch
+
+    from xmodal.models.dual_heads import DualHeads
+    from xmodal.models.head_inference import NumpyHeads
+
+    torch.manual_seed(0)
+    heads = DualHeads(image_dim=12, text_dim=10, dim=6, hidden=16, map_dim=12, **options).eval()
+    with torch.no_grad():  # non-trivial standardisation statistics
+        for name, buf in heads.named_buffers():
+            buf.copy_(torch.rand_like(buf) + (0.5 if name.endswith("std") else -0.5))
+    ours = NumpyHeads(heads.config(), heads.state_arrays())
+    rng = np.random.default_rng(0)
+    pooled = rng.normal(size=(9, 12)).astype(np.float32)
+    maps = rng.normal(size=(9, 7, 7, 12)).astype(np.float32)
+    text = rng.normal(size=(5, 10)).astype(np.float32)
+    np.testing.assert_allclose(ours.embed_images(pooled, maps), heads.embed_images(pooled, maps),
+                               atol=1e-5)
+    np.testing.assert_allclose(ours.embed_texts(text), heads.embed_texts(text), atol=1e-5)
+    assert ours.cfg["dim"] == heads.cfg["dim"] and ours.uses_maps == heads.uses_maps
 
 
 def test_hard_negative_weighting_still_learns():

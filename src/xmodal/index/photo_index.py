@@ -448,8 +448,11 @@ def torch_threads(n: int | None, model: Any = None) -> Iterator[None]:
     """Run torch on ``n`` threads inside the block (None: leave it), then restore its setting.
 
     Torch is imported for this only when it is loaded already or ``model`` is one of xmodal's
-    own (torch-based) models, so that models without torch do not pay for the import."""
-    ours = model is not None and type(model).__module__.startswith("xmodal.")
+    own models running on the torch engine, so that the ONNX path never pays for the import."""
+    from xmodal.features.onnx_engine import engine
+
+    ours = (model is not None and type(model).__module__.startswith("xmodal.")
+            and engine() == "torch")
     if n is None or ("torch" not in sys.modules and not ours):
         yield
         return

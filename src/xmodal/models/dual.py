@@ -167,11 +167,13 @@ class DualEncoder:
 
     # ----- from raw inputs -------------------------------------------------------------------
     def embed_images(
-        self, images: list[Any], *, progress: bool = True, on_error: str = "raise"
+        self, images: list[Any], *, progress: bool = True, on_error: str = "raise",
+        cache: bool = True,
     ) -> np.ndarray:
         """(n, dim) float32 unit rows for image paths or PIL images.
 
-        ``on_error="mask"`` gives zero rows for unreadable images instead of raising.
+        ``on_error="mask"`` gives zero rows for unreadable images instead of raising;
+        ``cache=False`` skips the feature cache (the photo index is its own cache).
         """
         from xmodal.features.image_encoder import extract_image_features
 
@@ -179,7 +181,8 @@ class DualEncoder:
         if not images:
             return np.zeros((0, self.dim), np.float32)
         needs_maps = self.has_heads and self.heads_.uses_maps
-        f = extract_image_features(images, maps=needs_maps, progress=progress, on_error=on_error)
+        f = extract_image_features(images, maps=needs_maps, progress=progress, on_error=on_error,
+                                   cache=cache)
         emb = self.embed_image_features(f.pooled, f.logits, f.maps)
         emb[~f.ok] = 0.0
         return emb
@@ -234,11 +237,11 @@ class DualEncoder:
         model = cls(**saved.params)
         arrays = {k: v.astype(np.float32) for k, v in saved.arrays.items()}
         model.class_text_ = arrays["class_text"]
-        if saved.state.get("has_heads"):
-            from xmodal.models.dual_heads import heads_from_arrays
+        if saved.state.get("has_heads"):  # numpy heads: loading a model never imports torch
+            from xmodal.models.head_inference import NumpyHeads
 
             heads_arrays = {k[6:]: v for k, v in arrays.items() if k.startswith("heads.")}
-            model.heads_ = heads_from_arrays(saved.state["heads"], heads_arrays)
+            model.heads_ = NumpyHeads(saved.state["heads"], heads_arrays)
         model.meta_ = saved.provenance
         return model
 

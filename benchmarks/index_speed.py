@@ -1,0 +1,92 @@
+"""Indexing speed end to end: ``xmodal index FOLDER`` in a fresh process, engines side by side.
+
+    python -m benchmarks.index_speed                   # 1,000 Flickr8K test photos, ~3 minutes
+    python -m benchmarks.index_speed --images 200 --engines onnx
+
+Each run is a new ``xmodal index`` process on a fresh database and an empty cache folder
+(``XMODAL_CACHE``), timed by wall clock from process start to exit: start-up, model load, the
+ONNX export when it happens (``first use``), reading, hashing, decoding, embedding, SQLite and
+FAISS. The runs alternate engines so that background load hits them alike; the median of the
+repeats is reported, with images/s and the ratio to the torch engine.
+
+Writes ``benchmarks/results/index_speed.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks._record import record
+from xmodal.paths import data_root
+
+
+def photos(n: int, dest: Path) -> Path:
+    """Symlinks to the first ``n`` Flickr8K test photos (224-px JPEGs) in ``dest``."""
+    root = data_root() / "flickr8k"
+    ids = (root / "Flickr8k_text" / "Flickr_8k.testImages.txt").read_text().split()[:n]
+    dest.mkdir(parents=True, exist_ok=True)
+    for i in ids:
+        (dest / i).symlink_to(root / "Flicker8k_Dataset" / i)
+    return dest
+
+
+def run(folder: Path, engine: str, work: Path, keep_export: Path | None) -> float:
+    """Seconds for one fresh ``xmodal index`` process."""
+    cache = work / f"cache-{engine}-{time.monotonic_ns()}"
+    if keep_export is not None and keep_export.is_dir():
+        shutil.copytree(keep_export, cache / "onnx")  # export done before: not first use
+    env = {**os.environ, "XMODAL_CACHE": str(cache), "XMODAL_ENGINE": engine,
+           "HF_HUB_OFFLINE": "1"}
+    db = work / f"index-{time.monotonic_ns()}.db"
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "xmodal", "index", str(folder), "--db", str(db)],
+                   env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    elapsed = time.perf_counter() - t0
+    if keep_export is not None and not keep_export.is_dir() and (cache / "onnx").is_dir():
+        shutil.copytree(cache / "onnx", keep_export)
+    shutil.rmtree(cache, ignore_errors=True)
+    return elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--images", type=int, default=1000)
+    ap.add_argument("--engines", nargs="+", default=["torch", "onnx"])
+    ap.add_argument("--repeats", type=int, default=3)
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="xmodal-index-speed-"))
+    try:
+        folder = photos(args.images, work / "photos")
+        export = work / "onnx-export"
+        first_use = run(folder, "onnx", work, export) if "onnx" in args.engines else None
+        times: dict[str, list[float]] = {e: [] for e in args.engines}
+        for _ in range(args.repeats):
+            for e in args.engines:
+                times[e].append(run(folder, e, work, export if e == "onnx" else None))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    out = {"images": args.images, "photos": "Flickr8K test photos (224-px JPEGs)",
+           "engines": {}}
+    base = statistics.median(times["torch"]) if "torch" in times else None
+    for e, ts in times.items():
+        med = statistics.median(ts)
+        out["engines"][e] = {"wall_s": ts, "median_wall_s": med,
+                             "images_per_s": args.images / med,
+                             "ratio_to_torch": base / med if base else None}
+    if first_use is not None:
+        out["onnx_first_use_wall_s"] = first_use
+        out["onnx_first_use_images_per_s"] = args.images / first_use
+    print(out)
+    record("index_speed", out)
+
+
+if __name__ == "__main__":
+    main()
