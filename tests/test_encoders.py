@@ -105,6 +105,21 @@ def test_onnx_engine_matches_torch_on_real_photos(cache, tmp_path, monkeypatch):
         ie.extract_image_features(paths[:1], cache=False, progress=False)
 
 
+def test_onnx_text_tower_matches_sentence_transformers(cache, monkeypatch):
+    """MiniLM on ONNX Runtime with the package's tokenizer = the torch SentenceTransformer."""
+    pytest.importorskip("onnxruntime")
+    from xmodal.features.text_encoder import encode_texts
+
+    texts = ["A black dog runs across the sand.", "two children play football in a park",
+             "", "Émile's café: naïve 🐶 DOG!", "word " * 400]  # empty, unicode, truncated
+    out = {}
+    for name in ("torch", "onnx"):
+        monkeypatch.setenv("XMODAL_ENGINE", name)
+        out[name] = encode_texts(texts, cache=False, progress=False)
+    cos = (out["torch"] * out["onnx"]).sum(1)
+    assert cos.min() >= 0.9999, cos
+
+
 def test_bad_images_raise_or_mask(cache, photos):
     from xmodal.features.image_encoder import extract_image_features
 

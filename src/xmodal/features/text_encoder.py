@@ -80,19 +80,23 @@ def encode_texts(
             todo_keys.setdefault(k, []).append(i)
     todo = list(todo_keys)
     if todo:
-        model = load_minilm()
+        from xmodal.features.onnx_engine import engine, minilm_forward
+
+        if engine() == "onnx":
+            embed = minilm_forward
+        else:
+            model = load_minilm()
+
+            def embed(batch: list[str]) -> np.ndarray:
+                return model.encode(batch, batch_size=batch_size, convert_to_numpy=True,
+                                    normalize_embeddings=True, show_progress_bar=False)
+
         bar = tqdm(total=len(todo), desc="MiniLM", unit="text", disable=not progress)
         # Sorting by length keeps padding (and time) low.
         order = sorted(todo, key=lambda k: len(texts[todo_keys[k][0]]))
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            emb = model.encode(
-                [texts[todo_keys[k][0]] for k in chunk],
-                batch_size=batch_size,
-                convert_to_numpy=True,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-            ).astype(np.float32)
+            emb = np.asarray(embed([texts[todo_keys[k][0]] for k in chunk]), np.float32)
             for k, e in zip(chunk, emb):
                 out[todo_keys[k]] = e
             if store is not None and n >= WRITE_MIN:
