@@ -126,6 +126,18 @@ def test_health_and_stats(client):
     assert client.get("/api/health").json()["index_loaded"] is True
 
 
+def test_preload_opens_index_and_model_at_start_up(tmp_path, built, reports_dir, caplog):
+    from xmodal.server import create_app
+
+    db, parts = built
+    app = create_app(db, reports_dir=reports_dir, thumbnail_dir=tmp_path / "thumbs",
+                     preload=True, **parts)
+    with caplog.at_level("INFO"), TestClient(app) as c:
+        assert c.get("/api/health").json()["index_loaded"] is True  # before any search
+    assert any("loaded photo index" in r.getMessage() and "(6 photos)" in r.getMessage()
+               for r in caplog.records)
+
+
 def test_pages_and_openapi(client):
     home = client.get("/")
     assert home.status_code == 200 and 'id="search-form"' in home.text

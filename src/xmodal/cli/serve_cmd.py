@@ -60,7 +60,8 @@ def serve(
 
         tagger = load_tagger(tagger)  # a bad directory fails here, not on the first request
     web = create_app(db, reports_dir=reports, thumbnail_dir=thumbnails, model_spec=model,
-                     threads=threads, tagger=tagger, campaign=campaign)
+                     threads=threads, tagger=tagger, campaign=campaign,
+                     preload=True)
     console.print(f"xmodal: serving on http://{host}:{port}/  (API docs at /docs)")
     if campaign is not None:
         console.print(f"judging: http://{host}:{port}/judge?token=TOKEN  ·  review: "

@@ -11,6 +11,7 @@ path instead; ``onnx`` is the default when ``onnxruntime`` is installed.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -42,6 +43,13 @@ def engine() -> str:
 
 
 def _file_digest(path: str | Path) -> str:
+    """A short content hash of a weights file, computed once per process and file version."""
+    st = os.stat(path)
+    return _digest(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _digest(path: str, size: int, mtime_ns: int) -> str:
     h = hashlib.sha1()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):

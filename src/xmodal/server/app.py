@@ -7,6 +7,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import logging
+
 from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
@@ -23,6 +25,7 @@ from xmodal.server.state import ServerState
 from xmodal.server.thumbnails import ThumbnailCache
 
 STATIC_DIR = Path(__file__).parent / "static"
+log = logging.getLogger("uvicorn.error")
 
 
 def _page(path: Path):
@@ -44,6 +47,7 @@ def create_app(
     model: Any = None,
     tagger: Any = None,
     campaign: str | os.PathLike | None = None,
+    preload: bool = False,
 ) -> FastAPI:
     """Build the xmodal web application.
 
@@ -56,6 +60,8 @@ def create_app(
     index, model, tagger: ready objects to use instead of loading them (tests inject fakes).
     campaign: a machine-in-the-loop campaign database to judge at ``/judge`` and review at
         ``/review`` (``xmodal mitl``).
+    preload: load the index and models at start-up (``xmodal serve`` does) instead of on the
+        first request.
     """
     backends = Backends(
         db_path, index=index, model=model, tagger=tagger, model_spec=model_spec, threads=threads
@@ -69,6 +75,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(_: FastAPI):
+        if preload:  # models load at start-up, not on the first request
+            try:
+                log.info("xmodal: %s", await backends.run(backends.warm_up))
+            except Exception as exc:  # noqa: BLE001 - the server still starts; routes say why
+                log.warning("xmodal: could not preload the models: %s", exc)
         yield
         backends.close()
 

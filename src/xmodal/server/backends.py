@@ -64,6 +64,21 @@ class Backends:
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
 
+    def warm_up(self) -> str:
+        """Load the index, the model, the text tower and the FAISS index now (on the library
+        thread), so the first request does not pay for them; returns what was loaded."""
+        import time
+
+        t0 = time.perf_counter()
+        parts = []
+        if self.db_path is not None and self.db_path.exists():
+            index = self.index()
+            parts.append(f"photo index {self.db_path} ({index.ann.ntotal} photos)")
+        model = self.model()
+        self.embed_texts(["warm up"])
+        parts.append(f"model {getattr(model, 'name', type(model).__name__)}")
+        return f"loaded {' and '.join(parts)} in {time.perf_counter() - t0:.1f} s"
+
     # -- lazily loaded objects (call these on the library thread) ---------------------------------
     @property
     def index_loaded(self) -> bool:
