@@ -97,8 +97,10 @@ def bench_indexing(model, files: list[Path], name: str) -> dict:
     }
 
 
-def synthetic_db(path: Path, n: int, dim: int, mid: str, seed: int = 0) -> None:
-    """A photo index with ``n`` random unit vectors under model id ``mid``."""
+def synthetic_db(path: Path, n: int, dim: int, mid: str, seed: int = 0,
+                 vectors: np.ndarray | None = None) -> None:
+    """A photo index with ``n`` unit vectors under model id ``mid``: ``vectors`` if given,
+    else random ones (row i is stored as ``.../img{i:07d}.jpg``)."""
     from xmodal.index.store import Store
 
     rng = np.random.default_rng(seed)
@@ -106,8 +108,11 @@ def synthetic_db(path: Path, n: int, dim: int, mid: str, seed: int = 0) -> None:
     with store.transaction() as conn:
         for start in range(0, n, 10000):
             m = min(10000, n - start)
-            vecs = rng.standard_normal((m, dim)).astype(np.float32)
-            vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+            if vectors is not None:
+                vecs = np.asarray(vectors[start:start + m], np.float32)
+            else:
+                vecs = rng.standard_normal((m, dim)).astype(np.float32)
+                vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
             conn.executemany(
                 "INSERT INTO files(id, path, size, mtime_ns, sha1, width, height, status, reason,"
                 " updated_at) VALUES(?, ?, 1, 1, NULL, 640, 480, 'ok', NULL, 0)",

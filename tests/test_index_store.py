@@ -330,3 +330,41 @@ def test_search_under_a_folder_ranks_only_its_photos(photos, tmp_path):
     assert [Path(h.path).name for h in index.search("red", k=5, under=weird)] == ["red2.jpg"]
     with pytest.raises(XmodalError, match="no indexed photo"):
         index.search("red", under=tmp_path / "elsewhere")
+
+
+def test_large_collections_switch_to_a_saved_hnsw_graph(tmp_path, monkeypatch):
+    """Above the size threshold the ANN index is an HNSW graph: recall@10 against exact search,
+    the graph reloads from disk, and a folder-restricted search stays exact."""
+    import numpy as np
+
+    from xmodal.index.ann import AnnIndex
+    from xmodal.index.store import Store
+
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(30, 32))
+    vecs = centres[rng.integers(0, 30, 2000)] + 0.3 * rng.normal(size=(2000, 32))
+    vecs = (vecs / np.linalg.norm(vecs, axis=1, keepdims=True)).astype(np.float32)
+    store = Store(tmp_path / "big.db")
+    with store.transaction() as conn:
+        for n, v in enumerate(vecs):
+            fid = store.upsert_file(conn, f"/p/{n}.jpg", 1, 1, None, 8, 8, "ok", None)
+            store.put_vector(conn, fid, "m", v)
+    queries = vecs[:50] + 0.05 * rng.normal(size=(50, 32)).astype(np.float32)
+    exact = AnnIndex(store, "m", 32)
+    assert exact.kind == "flat"
+    _, truth = exact.search(queries, 10)
+    monkeypatch.setenv("XMODAL_HNSW_ABOVE", "1000")
+    graph = AnnIndex(store, "m", 32)
+    graph.rebuild()
+    assert graph.kind == "hnsw" and (tmp_path / "big.db.faiss").is_file()
+    _, found = graph.search(queries, 10)
+    recall = np.mean([len(set(a) & set(b)) / 10 for a, b in zip(truth, found)])
+    assert recall >= 0.95
+    again = AnnIndex(store, "m", 32)  # from the saved graph, not rebuilt
+    again.rebuild = lambda: (_ for _ in ()).throw(AssertionError("rebuilt"))
+    np.testing.assert_array_equal(again.search(queries, 10)[1], found)
+    among = truth[:, :3].ravel()[:20]
+    s_exact, i_exact = exact.search(queries[:5], 5, among=among)
+    s_graph, i_graph = again.search(queries[:5], 5, among=among)
+    np.testing.assert_array_equal(i_graph, i_exact)
+    np.testing.assert_allclose(s_graph, s_exact, atol=1e-5)

@@ -1,12 +1,15 @@
 """The FAISS index derived from the store: rebuilt whenever the store's generation moved.
 
-Exact inner-product search (``IndexFlatIP``) on unit vectors: cosine similarity, no training,
-fast enough on a CPU up to a few hundred thousand photos. It is saved beside the database as one
-file, ``<db>.faiss.npz``: the vectors of the flat index, the file ids of its rows, the store
-generation and the model it was built from (loading it is one read and one copy). The file is
-written to a temporary name and renamed, so a crash never leaves a half-written file; a missing,
-unreadable or stale file is simply rebuilt from SQLite. A database in a read-only folder still
-works (the index then lives in memory only).
+Up to ``HNSW_ABOVE`` photos (50,000; ``$XMODAL_HNSW_ABOVE``) the index is exact inner-product
+search (``IndexFlatIP``) on unit vectors: cosine similarity, no training. It is saved beside the
+database as one file, ``<db>.faiss.npz``: the vectors, the file ids of its rows, the store
+generation and the model (loading it is one read and one copy). Above that size it is an HNSW
+graph (``IndexHNSWFlat``, M = 32, efSearch = 128, ``$XMODAL_EF_SEARCH``; recall@10 against exact
+search is measured in ``benchmarks/ann_scale.py``), saved with FAISS's own writer as
+``<db>.faiss`` and memory-mapped when opened, with ``<db>.faiss.npz`` holding the ids and
+metadata. Every file is written to a temporary name and renamed, so a crash never leaves a
+half-written file; a missing, unreadable or stale file is simply rebuilt from SQLite. A database
+in a read-only folder still works (the index then lives in memory only).
 """
 
 from __future__ import annotations
@@ -18,7 +21,17 @@ import numpy as np
 
 from xmodal.index.store import Store
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+HNSW_M = 32
+
+
+def hnsw_above() -> int:
+    """Collections larger than this are searched through an HNSW graph instead of exactly."""
+    return int(os.environ.get("XMODAL_HNSW_ABOVE", 50_000))
+
+
+def ef_search() -> int:
+    return int(os.environ.get("XMODAL_EF_SEARCH", 128))
 
 
 class AnnIndex:
@@ -27,6 +40,7 @@ class AnnIndex:
         self.model_id = model_id
         self.dim = dim
         self.path = Path(str(store.path) + ".faiss.npz")
+        self.graph_path = Path(str(store.path) + ".faiss")
         self._index = None
         self._ids: np.ndarray | None = None
         self._generation = -1
@@ -35,6 +49,12 @@ class AnnIndex:
     def ntotal(self) -> int:
         self.ensure()
         return int(self._index.ntotal)
+
+    @property
+    def kind(self) -> str:
+        """"flat" (exact) or "hnsw" (approximate), as built."""
+        self.ensure()
+        return "hnsw" if hasattr(self._index, "hnsw") else "flat"
 
     def _load_saved(self, generation: int) -> bool:
         import faiss
@@ -48,12 +68,19 @@ class AnnIndex:
                 ):
                     return False
                 ids = z["ids"].astype(np.int64)
-                vecs = z["vectors"]
-                if vecs.dtype != np.float32 or vecs.shape != (len(ids), self.dim):
-                    return False
-                index = faiss.IndexFlatIP(self.dim)
-                if len(ids):
-                    index.add(np.ascontiguousarray(vecs))
+                if str(z["kind"]) == "hnsw":
+                    flags = faiss.IO_FLAG_MMAP | faiss.IO_FLAG_READ_ONLY
+                    index = faiss.read_index(str(self.graph_path), flags)
+                    if index.d != self.dim or index.ntotal != len(ids):
+                        return False
+                    index.hnsw.efSearch = ef_search()
+                else:
+                    vecs = z["vectors"]
+                    if vecs.dtype != np.float32 or vecs.shape != (len(ids), self.dim):
+                        return False
+                    index = faiss.IndexFlatIP(self.dim)
+                    if len(ids):
+                        index.add(np.ascontiguousarray(vecs))
         except (OSError, ValueError, KeyError, RuntimeError, EOFError):
             return False  # missing, partial or foreign: rebuild
         self._index, self._ids, self._generation = index, ids, generation
@@ -73,24 +100,30 @@ class AnnIndex:
 
         generation = self.store.generation
         ids, vecs = self.store.vectors(self.model_id, self.dim)
-        index = faiss.IndexFlatIP(self.dim)
+        hnsw = len(ids) > hnsw_above()
+        if hnsw:
+            index = faiss.IndexHNSWFlat(self.dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+            index.hnsw.efSearch = ef_search()
+        else:
+            index = faiss.IndexFlatIP(self.dim)
         if len(vecs):
             index.add(vecs)
         self._index, self._ids, self._generation = index, ids, generation
+        meta = {"version": np.int64(FORMAT_VERSION), "generation": np.int64(generation),
+                "model": np.str_(self.model_id), "ids": ids,
+                "kind": np.str_("hnsw" if hnsw else "flat")}
         tmp = Path(str(self.path) + f".tmp{os.getpid()}")
+        graph_tmp = Path(str(self.graph_path) + f".tmp{os.getpid()}")
         try:
+            if hnsw:  # the graph first: the metadata file names a complete graph file only
+                faiss.write_index(index, str(graph_tmp))
+                os.replace(graph_tmp, self.graph_path)
             with open(tmp, "wb") as f:
-                np.savez(
-                    f,
-                    version=np.int64(FORMAT_VERSION),
-                    generation=np.int64(generation),
-                    model=np.str_(self.model_id),
-                    ids=ids,
-                    vectors=vecs,
-                )
+                np.savez(f, **meta, **({} if hnsw else {"vectors": vecs}))
             os.replace(tmp, self.path)
         except OSError:  # read-only folder or full disk: keep it in memory only
             tmp.unlink(missing_ok=True)
+            graph_tmp.unlink(missing_ok=True)
         return len(ids)
 
     def search(
@@ -111,6 +144,12 @@ class AnnIndex:
         if n == 0:
             return np.zeros((len(q), 0), np.float32), np.zeros((len(q), 0), np.int64)
         k = max(1, min(k, n))
+        if among is not None and hasattr(self._index, "hnsw"):
+            # a filtered search over part of a graph loses recall: rank that part exactly
+            part = self._index.reconstruct_batch(positions)
+            s = q @ part.T
+            top = np.argsort(-s, axis=1, kind="stable")[:, :k]
+            return np.take_along_axis(s, top, 1), self._ids[positions[top]]
         threads = faiss.omp_get_max_threads()
         if len(q) == 1:  # one query: threads only add overhead (and stalls on a busy machine)
             faiss.omp_set_num_threads(1)
