@@ -89,6 +89,10 @@ def create_app(
         description="Search photos by sentence, describe and tag images, browse evaluation "
         "reports. The web page is at `/`, the evaluation page at `/eval`.",
         lifespan=lifespan,
+        # the default Swagger / ReDoc pages load their scripts from outside hosts (blank
+        # offline); /docs is our own page over /openapi.json instead
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.xmodal = state
     app.state.campaign = judge.CampaignHandle(campaign) if campaign is not None else None
@@ -100,7 +104,7 @@ def create_app(
 
     # the web pages: search (/), evaluation reports, judging and review of a MITL campaign
     for route, page in (("/", "index.html"), ("/eval", "eval.html"), ("/judge", "judge.html"),
-                        ("/review", "review.html")):
+                        ("/review", "review.html"), ("/docs", "api.html")):
         app.add_api_route(route, _page(STATIC_DIR / page), include_in_schema=False)
 
     return app
