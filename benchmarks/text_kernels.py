@@ -9,8 +9,8 @@ Sanity score (text only, no images): each test image's caption ``#2`` ranks the 
 represented by their four other captions; we report R@1/R@5/R@10 and the median rank of the
 caption's own image. Better lexical matching should raise it.
 
-    python benchmarks/text_kernels.py                 # -> benchmarks/results/text_kernels.json
-    python benchmarks/text_kernels.py --kernels bow5 tri5 tri5sem
+    python -m benchmarks.text_kernels                 # -> benchmarks/results/text_kernels.json
+    python -m benchmarks.text_kernels --kernels bow5 tri5 tri5sem
 """
 
 from __future__ import annotations
@@ -20,11 +20,8 @@ import resource
 import sys
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 DEFAULT = [
     "bow1",
@@ -60,8 +57,7 @@ def main() -> None:
     ap.add_argument("--name", default="text_kernels")
     args = ap.parse_args()
 
-    from _record import record
-
+    from benchmarks._record import record
     from xmodal.data import load_flickr8k
     from xmodal.features.captions import flickr8k_tokens
     from xmodal.features.text_kernels import make_text_kernel

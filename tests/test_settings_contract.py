@@ -89,7 +89,7 @@ def test_wikipedia_setting_contract(name, tmp_path):
     ds, protocol = _wikipedia_protocol()
     plain, permuted, pi, pt = _directions(ds.image_ids_test, ds.text_ids_test,
                                           list(ds.text_ids_test))
-    wiki._FITTED.clear()
+    wiki.clear_fitted()
     named = _check_scorer(setting.scorer("wikipedia"), protocol, plain, permuted, pi, pt)
     model = wiki.fit_on_wikipedia(setting, ds)
     assert model.get_params() == dict(setting.params)
@@ -97,7 +97,7 @@ def test_wikipedia_setting_contract(name, tmp_path):
     for d in ("i2t", "t2i"):
         np.testing.assert_array_equal(saved(protocol, plain[d], 0), named[d])
     assert type(load(tmp_path / name)) is type(model)
-    wiki._FITTED.clear()
+    wiki.clear_fitted()
 
 
 # -- Corel5K ------------------------------------------------------------------------------------

@@ -197,7 +197,7 @@ def test_logistic_scaling_trick_matches_plain_scikit_learn():
     from sklearn.linear_model import LogisticRegression
 
     (xi, _, y), (ti, _, _) = _split()
-    ours = R._Logistic(C=5.0).fit(xi, y).predict_proba(ti)
+    ours = R.MultinomialLogistic(C=5.0).fit(xi, y).predict_proba(ti)
     ref = LogisticRegression(C=5.0, max_iter=20000, tol=1e-10).fit(xi, y).predict_proba(ti)
     np.testing.assert_allclose(ours, ref, atol=1e-4)
 
@@ -238,11 +238,11 @@ def test_eval_models_follow_direction_ids_and_reject_other_protocols(monkeypatch
     protocol, perm_i, perm_t = _fake_protocol()
     ds = protocol.dataset
     scm = replace(get_setting("scm"), params=frozen(n_components=3))
-    wiki._FITTED.clear()
+    wiki.clear_fitted()
     s = scm.scorer("wikipedia")(protocol, protocol.directions["i2t"], 0)
     ref = R.SemanticCorrelationMatching(3).fit(ds.image_train, ds.text_train, ds.labels_train)
     np.testing.assert_allclose(s, ref.score(ds.image_test[perm_i], ds.text_test[perm_t]))
-    wiki._FITTED.clear()
+    wiki.clear_fitted()
     with pytest.raises(XmodalError):
         get_setting("scm").scorer("flickr8k-hodosh")
     # a saved model directory is found through the registry by its "type"
@@ -297,11 +297,11 @@ def test_ksm_qe_reaches_the_issue_goal_through_the_eval_path(wikipedia_root):
     from xmodal.models.registry import get_scorer
 
     protocol = get_protocol("wikipedia", wikipedia_root.parent)
-    wiki._FITTED.clear()
+    wiki.clear_fitted()
     scores = direction_scores(protocol, get_scorer("ksm-qe", "wikipedia"))
     report = evaluate(protocol, scores, model="ksm-qe", with_curves=False)
     i2t, t2i = report["directions"]["i2t"]["MAP"], report["directions"]["t2i"]["MAP"]
     assert i2t == pytest.approx(0.3476, abs=0.002)
     assert t2i == pytest.approx(0.2758, abs=0.002)
     assert (i2t + t2i) / 2 >= 0.30
-    wiki._FITTED.clear()
+    wiki.clear_fitted()

@@ -51,7 +51,7 @@ class EmbeddingModel(TypingProtocol):
     def score(self, images: list[Any], texts: list[str]) -> np.ndarray: ...
 
 
-def _normalize(x: np.ndarray) -> np.ndarray:
+def l2_normalize(x: np.ndarray) -> np.ndarray:
     x = np.asarray(x, dtype=np.float32)
     n = np.linalg.norm(x, axis=1, keepdims=True)
     return x / np.maximum(n, 1e-12)
@@ -134,7 +134,7 @@ class DualEncoder:
     def bridge_image(self, logits: np.ndarray) -> np.ndarray:
         """(n, 384) unit vectors: ImageNet class probabilities times class-name embeddings."""
         p = _softmax(logits, self.bridge_temperature)
-        return _normalize(p @ self._class_text().astype(np.float32))
+        return l2_normalize(p @ self._class_text().astype(np.float32))
 
     def head_image_input(self, pooled: np.ndarray, logits: np.ndarray) -> np.ndarray:
         """What the image head reads: pooled features, plus the bridge vector if configured."""
@@ -153,7 +153,7 @@ class DualEncoder:
             parts.append(np.sqrt(a) * self.heads_.embed_images(x, maps))
         if b > 0:
             parts.append(np.sqrt(b) * self.bridge_image(logits))
-        return _normalize(np.concatenate(parts, axis=1))
+        return l2_normalize(np.concatenate(parts, axis=1))
 
     def embed_text_features(self, text_emb: np.ndarray) -> np.ndarray:
         """Embeddings from MiniLM sentence embeddings (see ``xmodal.features.text_encoder``)."""
@@ -162,8 +162,8 @@ class DualEncoder:
         if self.has_heads:
             parts.append(np.sqrt(a) * self.heads_.embed_texts(text_emb))
         if b > 0:
-            parts.append(np.sqrt(b) * _normalize(text_emb))
-        return _normalize(np.concatenate(parts, axis=1))
+            parts.append(np.sqrt(b) * l2_normalize(text_emb))
+        return l2_normalize(np.concatenate(parts, axis=1))
 
     # ----- from raw inputs -------------------------------------------------------------------
     def embed_images(

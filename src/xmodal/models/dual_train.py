@@ -108,7 +108,7 @@ def recall_5cap(
     return out
 
 
-def _subset(td: TrainData, split: str) -> tuple[np.ndarray, np.ndarray]:
+def split_rows(td: TrainData, split: str) -> tuple[np.ndarray, np.ndarray]:
     """(image rows, caption indices with caption_image remapped 0..n-1) of a split."""
     rows = td.splits[split]
     pos = -np.ones(len(td.image_ids), int)
@@ -157,7 +157,7 @@ def fit_heads(
 
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    rows, caps = _subset(td, "train")
+    rows, caps = split_rows(td, "train")
     if len(rows) < 2:
         raise XmodalError("need at least two training images")
     heads = DualHeads(
@@ -289,7 +289,7 @@ def train_dual(
         progress=progress,
     )
     log(f"features loaded in {time.time() - t0:.1f}s")
-    dev_rows, dev_caps = _subset(td, "dev")
+    dev_rows, dev_caps = split_rows(td, "dev")
     position = {int(r): i for i, r in enumerate(dev_rows)}
     dev_cap_img = np.array([position[int(r)] for r in td.caption_image[dev_caps]])
 

@@ -84,7 +84,7 @@ def _softmax(z: np.ndarray) -> np.ndarray:
     return e / e.sum(1, keepdims=True)
 
 
-class _Logistic:
+class MultinomialLogistic:
     """Multiclass (multinomial) logistic regression: scikit-learn for fitting, plain arrays after.
 
     ``standardize`` z-scores the inputs with the training mean and standard deviation first.
@@ -95,7 +95,7 @@ class _Logistic:
         self.standardize = standardize
         self.max_iter = max_iter
 
-    def fit(self, x: np.ndarray, y: np.ndarray) -> _Logistic:
+    def fit(self, x: np.ndarray, y: np.ndarray) -> MultinomialLogistic:
         import warnings
 
         from sklearn.exceptions import ConvergenceWarning
@@ -135,7 +135,7 @@ class _Logistic:
             f"{prefix}classes": self.classes_,
         }
 
-    def set_state(self, arrays: dict[str, np.ndarray], prefix: str) -> _Logistic:
+    def set_state(self, arrays: dict[str, np.ndarray], prefix: str) -> MultinomialLogistic:
         self.coef_ = arrays[f"{prefix}coef"]
         self.intercept_ = arrays[f"{prefix}intercept"]
         self.mu_ = arrays[f"{prefix}mu"]
@@ -248,8 +248,8 @@ class SemanticMatching(_CrossModal):
     def fit(self, images: Any, texts: Any, labels: Any = None) -> SemanticMatching:
         check_metric(self.metric)
         x, y, lab = _check_pairs(images, texts, labels, need_labels=True)
-        self.image_lr_ = _Logistic(self.C_image).fit(x, lab)
-        self.text_lr_ = _Logistic(self.C_text).fit(y, lab)
+        self.image_lr_ = MultinomialLogistic(self.C_image).fit(x, lab)
+        self.text_lr_ = MultinomialLogistic(self.C_text).fit(y, lab)
         self.classes_ = self.image_lr_.classes_
         self.fitted_ = True
         return self
@@ -264,8 +264,8 @@ class SemanticMatching(_CrossModal):
         return {**self.image_lr_.state("image_"), **self.text_lr_.state("text_")}
 
     def _set_state(self, arrays: dict[str, np.ndarray]) -> None:
-        self.image_lr_ = _Logistic(self.C_image).set_state(arrays, "image_")
-        self.text_lr_ = _Logistic(self.C_text).set_state(arrays, "text_")
+        self.image_lr_ = MultinomialLogistic(self.C_image).set_state(arrays, "image_")
+        self.text_lr_ = MultinomialLogistic(self.C_text).set_state(arrays, "text_")
         self.classes_ = self.image_lr_.classes_
 
 
@@ -288,8 +288,8 @@ class SemanticCorrelationMatching(_CrossModal):
         check_metric(self.metric)
         x, y, lab = _check_pairs(images, texts, labels, need_labels=True)
         self.cca_ = LinearCCA(self.n_components, self.reg).fit(x, y)
-        self.image_lr_ = _Logistic(self.C).fit(self.cca_.transform_x(x), lab)
-        self.text_lr_ = _Logistic(self.C).fit(self.cca_.transform_y(y), lab)
+        self.image_lr_ = MultinomialLogistic(self.C).fit(self.cca_.transform_x(x), lab)
+        self.text_lr_ = MultinomialLogistic(self.C).fit(self.cca_.transform_y(y), lab)
         self.classes_ = self.image_lr_.classes_
         self.fitted_ = True
         return self
@@ -310,8 +310,8 @@ class SemanticCorrelationMatching(_CrossModal):
     def _set_state(self, arrays: dict[str, np.ndarray]) -> None:
         cca = {k[4:]: v for k, v in arrays.items() if k.startswith("cca_")}
         self.cca_ = LinearCCA(self.n_components, self.reg).set_state(cca)
-        self.image_lr_ = _Logistic(self.C).set_state(arrays, "image_")
-        self.text_lr_ = _Logistic(self.C).set_state(arrays, "text_")
+        self.image_lr_ = MultinomialLogistic(self.C).set_state(arrays, "image_")
+        self.text_lr_ = MultinomialLogistic(self.C).set_state(arrays, "text_")
         self.classes_ = self.image_lr_.classes_
 
 
@@ -354,14 +354,14 @@ class KernelSemanticMatching(_CrossModal):
         self.projection_, train_features = kernel_feature_map(
             exp_chi2_kernel(x, x, self.gamma), self.n_components
         )
-        self.image_lr_ = _Logistic(self.C_image).fit(train_features, lab)
+        self.image_lr_ = MultinomialLogistic(self.C_image).fit(train_features, lab)
         self._fit_text(y, lab)
         self.classes_ = self.image_lr_.classes_
         self.fitted_ = True
         return self
 
     def _fit_text(self, y: np.ndarray, labels: np.ndarray) -> None:
-        self.text_lr_ = _Logistic(self.C_text, standardize=True).fit(y, labels)
+        self.text_lr_ = MultinomialLogistic(self.C_text, standardize=True).fit(y, labels)
 
     def _embed_images(self, x: np.ndarray) -> np.ndarray:
         if x.shape[1] != self.landmarks_.shape[1]:
@@ -385,8 +385,8 @@ class KernelSemanticMatching(_CrossModal):
     def _set_state(self, arrays: dict[str, np.ndarray]) -> None:
         self.landmarks_ = arrays["landmarks"]
         self.projection_ = arrays["projection"]
-        self.image_lr_ = _Logistic(self.C_image).set_state(arrays, "image_")
-        self.text_lr_ = _Logistic(self.C_text, standardize=True).set_state(arrays, "text_")
+        self.image_lr_ = MultinomialLogistic(self.C_image).set_state(arrays, "image_")
+        self.text_lr_ = MultinomialLogistic(self.C_text, standardize=True).set_state(arrays, "text_")
         self.classes_ = self.image_lr_.classes_
 
 
@@ -433,7 +433,7 @@ class ExpandedKernelSemanticMatching(KernelSemanticMatching):
         self.text_projection_, train_features = kernel_feature_map(
             gaussian_kernel(self.text_landmarks_, self.text_landmarks_, self.text_gamma), None
         )
-        self.text_lr_ = _Logistic(self.C_text).fit(train_features, labels)
+        self.text_lr_ = MultinomialLogistic(self.C_text).fit(train_features, labels)
 
     def _embed_texts(self, y: np.ndarray) -> np.ndarray:
         if y.shape[1] != self.text_landmarks_.shape[1]:
@@ -472,7 +472,7 @@ class ExpandedKernelSemanticMatching(KernelSemanticMatching):
         super()._set_state(arrays)
         self.text_landmarks_ = arrays["text_landmarks"]
         self.text_projection_ = arrays["text_projection"]
-        self.text_lr_ = _Logistic(self.C_text).set_state(arrays, "text_")
+        self.text_lr_ = MultinomialLogistic(self.C_text).set_state(arrays, "text_")
 
 
 def _hellinger(t: np.ndarray) -> np.ndarray:

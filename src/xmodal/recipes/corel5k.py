@@ -149,12 +149,14 @@ SETTINGS = [
           f"({REPORT})"),
     _cmrm("cmrm-wide", {"temperature": 0.2, "prior_power": 0.8},
           "CMRM + temperature + word-prior power (ours): best 5-fold CV mean F1 over the wide "
-          f"grid on the training set, pre-registered (scripts/corel_nested_cv.py; {REPORT})"),
+          "grid on the training set, pre-registered (xmodal reproduce corel5k --part "
+          f"nested-cmrm; {REPORT})"),
     _crm("crm", {}, "Lavrenko et al. 2003 CRM on 64-d blob embeddings; dim, beta, mu selected "
          f"on a held-out 500 of the training images by mean per-word F1 ({REPORT})"),
     _crm("crm-wide", {"beta": 0.05, "mu": 1.0, "temperature": 0.15, "prior_power": 0.6},
          "CRM on blob embeddings + temperature + word-prior power (ours): best 5-fold CV mean "
-         f"F1 on the training set, pre-registered (corel_nested_cv.py --part crm; {REPORT})"),
+         "F1 on the training set, pre-registered (xmodal reproduce corel5k --part nested-crm; "
+         f"{REPORT})"),
 ]
 
 SAVED_MODEL_SCORERS = {"cmrm": saved_scorer, "crm": saved_scorer}

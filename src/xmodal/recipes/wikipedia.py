@@ -34,6 +34,12 @@ def fit_on_wikipedia(setting: Setting, dataset: Any):
         return _FITTED[key]
 
 
+def clear_fitted() -> None:
+    """Forget the models fitted in this process (tests that change a setting call it)."""
+    with _LOCK:
+        _FITTED.clear()
+
+
 def direction_features(protocol: Any, direction: Any) -> tuple[np.ndarray, np.ndarray]:
     """The image and text feature rows of a ``wikipedia`` direction's items."""
     ds = protocol.dataset

@@ -1,33 +1,18 @@
-"""Reproduce Hodosh et al. (2013)'s evaluation on Flickr8K and write ``reports/hodosh.md``.
+"""``reports/hodosh.md``: the tables, the R@K figure and the fixed text, from the results.
 
-Trains (or loads from the cache) the systems NN, BoW1, BoW5, TagRank, Tri5, Tri5Sem and
-Tri5Sem with EfficientNet-Lite0 image features, scores the 1,000 x 1,000 Hodosh test pool, and
-evaluates on ``flickr8k-hodosh`` (R@K, median rank, significance against Tri5Sem),
-``flickr8k-hodosh-crowd`` (S@K, R-precision, mAP@R) and the expert judgments of each system's
-top-ranked caption; then the rank correlations of systems across metrics (the paper's Table 7).
-
-    python scripts/reproduce_hodosh.py [--systems nn bow5 ...] [--out reports/hodosh.md]
-
-Results are also written as JSON to ``cache_dir()/hodosh/results.json``.
+:func:`render` reads the result dict of :func:`xmodal.reproduce.hodosh.evaluate` (metrics,
+significance, expert scores, correlations); :func:`plot_recall_curves` its per-query gold ranks.
 """
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
-import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 
-DEFAULT_SYSTEMS = [
-    "nn", "bow1", "bow5", "tagrank", "tri5", "tri5-landmarks", "tri5sem", "bow5-full",
-    "tagrank-full", "tri5-full", "tri5sem-full", "bow5-112", "bow5-448", "tri5sem-448",
-    "bow5-448-full", "tagrank-448-full", "tri5-448-full", "tri5sem-448-full", "bow5-effnet",
-    "tri5sem-effnet",
-]
+from xmodal.eval.compare import stars
+from xmodal.reproduce.hodosh import EXPERT_THRESHOLDS
+
 LABELS = {
     "nn": "NN (NN5 idf-F1)",
     "bow1": "BoW1",
@@ -51,148 +36,13 @@ LABELS = {
     "tri5-448-full": "Tri5, 448x448, exact kernels (rank 3,000)",
 }
 def label(s: str) -> str:
+    """The report's name of a system (``NAME@single``: its single best dev model)."""
     base = s.removesuffix("@single")
     return LABELS[base] + (" (single best dev model)" if s.endswith("@single") else "")
 
 
-EXPERT_THRESHOLDS = [(4.0, 12), (3.66, 11), (3.33, 10), (3.0, 9), (2.66, 8), (2.33, 7), (2.0, 6)]
-REFERENCE = "tri5sem"
-
-
-def log(msg: str) -> None:
-    print(f"[reproduce] {msg}", file=sys.stderr, flush=True)
-
-
-def pool_scores(name: str, hd, refresh: bool = False) -> dict[str, np.ndarray]:
-    from xmodal.models.hodosh import cache_root
-    from xmodal.recipes.flickr8k import get_system, nn_scores
-
-    caps, docs = hd.pool(hd.test_ids)
-    path = cache_root() / "scores" / f"{name}.npz"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.is_file() and not refresh:
-        with np.load(path) as z:
-            return {"i2t": z["i2t"], "t2i": z["t2i"]}
-    t0 = time.time()
-    base, single = name.removesuffix("@single"), name.endswith("@single")
-    if base == "nn":
-        s = nn_scores(hd, hd.test_ids, docs)
-    else:
-        s = get_system(base, hd).score(hd.test_ids, docs, "test-pool", single=single)
-    np.savez(path, **s)
-    log(f"{name}: scored the test pool in {time.time() - t0:.0f}s")
-    return s
-
-
 def pct(x: float) -> str:
     return f"{100 * x:.1f}"
-
-
-def stars(p: float) -> str:
-    return "***" if p <= 0.01 else "**" if p <= 0.05 else "*" if p <= 0.1 else ""
-
-
-def evaluate(systems: list[str], hd, refresh: bool = False) -> dict:
-    from xmodal.eval.metrics import retrieval_metrics
-    from xmodal.eval.protocols import get_protocol
-    from xmodal.eval.stats import mcnemar, paired_randomization
-
-    protos = {n: get_protocol(n) for n in ("flickr8k-hodosh", "flickr8k-hodosh-crowd")}
-    caps, _ = hd.pool(hd.test_ids)
-    for p in protos.values():
-        for d in p.directions.values():
-            if list(d.image_ids) != hd.test_ids or list(d.text_ids) != caps:
-                raise RuntimeError(f"{p.name}: pool order differs from the Hodosh test pool")
-    scores = {s: pool_scores(s, hd, refresh) for s in systems}
-    res: dict = {"systems": systems, "metrics": {}, "per_query": {}, "significance": {}}
-    for pname, proto in protos.items():
-        for dname, d in proto.directions.items():
-            for s in systems:
-                q = d.query_scores(scores[s][dname])
-                summ, pq = retrieval_metrics(np.ascontiguousarray(q), d.query_relevance,
-                                             per_query=True)
-                res["metrics"].setdefault(pname, {}).setdefault(dname, {})[s] = summ
-                res["per_query"].setdefault(pname, {}).setdefault(dname, {})[s] = pq
-    # significance against the reference system
-    if REFERENCE in systems:
-        for pname in protos:
-            for dname in ("i2t", "t2i"):
-                ref = res["per_query"][pname][dname][REFERENCE]
-                out = {}
-                for s in systems:
-                    if s == REFERENCE:
-                        continue
-                    pq = res["per_query"][pname][dname][s]
-                    sig = {}
-                    for k in ("R@1", "R@5", "R@10"):
-                        sig[k] = mcnemar(pq[k] > 0, ref[k] > 0)["p_value"]
-                    sig["rank"] = paired_randomization(pq["rank"], ref["rank"], 10000, 0)
-                    if pname.endswith("crowd"):
-                        sig["R-P"] = paired_randomization(pq["R-P"], ref["R-P"], 10000, 0)
-                        sig["mAP@R"] = paired_randomization(pq["mAP@R"], ref["mAP@R"], 10000, 0)
-                    out[s] = sig
-                res["significance"].setdefault(pname, {})[dname] = out
-    # expert judgments of the top-ranked caption (annotation)
-    expert = {}
-    for e in hd.data.expert:
-        expert[(e.image_id, e.caption_id)] = sum(e.scores)  # 3..12, mean = sum / 3
-    res["expert"] = {}
-    tops = {}
-    for s in systems:
-        top = np.asarray(scores[s]["i2t"]).argmax(1)
-        tot = np.array([expert.get((i, caps[t]), -1) for i, t in zip(hd.test_ids, top)])
-        tops[s] = tot
-        judged = tot >= 0
-        row = {"n_judged": int(judged.sum()), "n_images": len(tot)}
-        for thr, units in EXPERT_THRESHOLDS:
-            row[f">={thr}"] = float(np.mean(tot >= units))
-        for thr, units in ((4.0, 12), (2.66, 8)):
-            row[f"judged>={thr}"] = float(np.mean(tot[judged] >= units)) if judged.any() else 0.0
-        row["mean_judged"] = float(np.mean(tot[judged]) / 3) if judged.any() else float("nan")
-        row["top_is_gold"] = float(np.mean(np.array([caps[t] == f"{i}#2"
-                                                    for i, t in zip(hd.test_ids, top)])))
-        res["expert"][s] = row
-    if REFERENCE in systems:
-        res["expert_significance"] = {
-            s: {f">={thr}": mcnemar(tops[s] >= u, tops[REFERENCE] >= u)["p_value"]
-                for thr, u in EXPERT_THRESHOLDS}
-            for s in systems if s != REFERENCE
-        }
-    # Table 7: correlation of system rankings across metrics
-    res["correlations"] = correlations(res, systems)
-    res["_gold_ranks"] = {
-        d: {s: np.asarray(res["per_query"]["flickr8k-hodosh"][d][s]["rank"]) for s in systems}
-        for d in ("i2t", "t2i")
-    }
-    for pname in res["per_query"]:
-        for dname in res["per_query"][pname]:
-            for s in res["per_query"][pname][dname]:
-                res["per_query"][pname][dname][s] = None  # not serialised
-    del res["per_query"]
-    return res
-
-
-def correlations(res: dict, systems: list[str]) -> dict:
-    from xmodal.eval.stats import kendall, spearman
-
-    if len(systems) < 4:
-        return {}
-    out = {}
-    h, c = res["metrics"]["flickr8k-hodosh"], res["metrics"]["flickr8k-hodosh-crowd"]
-    for d in ("i2t", "t2i"):
-        rows = {}
-        for k in (1, 5, 10):
-            a = [h[d][s][f"R@{k}"] for s in systems]
-            b = [c[d][s][f"R@{k}"] for s in systems]
-            rows[f"R@{k} vs S@{k}"] = (spearman(a, b), kendall(a, b))
-        rp = [c[d][s]["R-P"] for s in systems]
-        for k in ("R@1", "R@5", "R@10"):
-            a = [h[d][s][k] for s in systems]
-            rows[f"R-P vs {k}"] = (spearman(a, rp), kendall(a, rp))
-        med = [-h[d][s]["medR"] for s in systems]
-        rows["R-P vs medR"] = (spearman(med, rp), kendall(med, rp))
-        out[d] = rows
-    return out
 
 
 SUMMARY = """
@@ -533,46 +383,3 @@ def render(res: dict, command: str, extra_md: str = "") -> str:
             a, b = c["i2t"][key], c["t2i"][key]
             A(f"| {key} | {a[0]:.2f} | {a[1]:.2f} | {b[0]:.2f} | {b[1]:.2f} |")
     return "\n".join(L) + "\n"
-
-
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--systems", nargs="+", default=DEFAULT_SYSTEMS)
-    ap.add_argument("--singles", nargs="*", default=None,
-                    help="KCCA systems also evaluated as their single best dev model "
-                    "(default: every KCCA system in --systems)")
-    ap.add_argument("--out", default="reports/hodosh.md")
-    ap.add_argument("--refresh", action="store_true", help="re-score the test pool")
-    ap.add_argument("--extra", default=None, help="Markdown file inserted after the preamble")
-    args = ap.parse_args()
-
-    from xmodal.models.hodosh import cache_root, load_hodosh_data
-    from xmodal.provenance import git_commit
-
-    hd = load_hodosh_data()
-    singles = args.singles if args.singles is not None else [s for s in args.systems if s != "nn"]
-    res = evaluate(args.systems + [f"{s}@single" for s in singles], hd, args.refresh)
-    res["date"] = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    res["git_commit"] = git_commit()
-    plot_recall_curves(res, Path(args.out).parent / "figures" / "hodosh_recall_at_k.png")
-    ranks = res.pop("_gold_ranks")
-    (cache_root() / "results.json").write_text(json.dumps(res, indent=1, default=float))
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from benchmarks._record import record
-
-    record("hodosh_reproduction", json.loads(json.dumps(
-        {k: res[k] for k in ("systems", "metrics", "expert") if k in res}, default=float)))
-    res["_gold_ranks"] = ranks
-    cmd = "python scripts/reproduce_hodosh.py"
-    if args.systems != DEFAULT_SYSTEMS:
-        cmd += " --systems " + " ".join(args.systems)
-    extra = Path(args.extra).read_text() if args.extra else ""
-    if args.extra:
-        cmd += f" --extra {args.extra}"
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(render(res, cmd, extra))
-    log(f"wrote {args.out}")
-
-
-if __name__ == "__main__":
-    main()

@@ -1,0 +1,247 @@
+"""``xmodal reproduce NAME``: rerun a report's numbers; JSON to benchmarks/results/, tables from it.
+
+Thin: each command parses its options and calls :mod:`xmodal.reproduce`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from xmodal.cli._app import app, console
+from xmodal.reproduce.output import FIGURES, REPORTS, RESULTS
+
+reproduce_app = typer.Typer(
+    help="Reproduce the numbers of a report in reports/: write its JSON to benchmarks/results/ "
+    "and its tables from that JSON (one code path for every number a user sees).\n\n"
+    "Examples:\n\n  xmodal reproduce wikipedia --skip-cv\n\n  xmodal reproduce corel5k --part corel"
+    "\n\n  xmodal reproduce hodosh --systems bow5-effnet,tri5sem-effnet --singles '' --out /tmp/h"
+    "\n\n  xmodal reproduce gist --report-only\n\n  xmodal reproduce dual",
+    no_args_is_help=True,
+)
+app.add_typer(reproduce_app, name="reproduce")
+
+DATA = typer.Option(None, "--data", help="Data root (or the dataset folder); default $XMODAL_DATA.")
+OUT = typer.Option(RESULTS, "--out", help="Folder for the result JSON (benchmarks/results).")
+
+
+def _command(name: str, **flags) -> str:
+    """The command line recorded in the results (only the options that were given)."""
+    parts = [f"xmodal reproduce {name}"]
+    for k, v in flags.items():
+        if v is True:
+            parts.append(f"--{k.replace('_', '-')}")
+        elif v not in (None, False, "", ()):
+            vals = v if isinstance(v, (list, tuple)) else [v]
+            parts.append(f"--{k.replace('_', '-')} " + " ".join(str(x) for x in vals))
+    return " ".join(parts)
+
+
+@reproduce_app.command("wikipedia")
+def wikipedia(
+    data: Path = DATA,
+    folds: int = typer.Option(5, "--folds", help="Cross-validation folds on the training split."),
+    skip_cv: bool = typer.Option(False, "--skip-cv",
+                                 help="Use the settings table's hyperparameters (no selection)."),
+    cv_only: bool = typer.Option(False, "--cv-only", help="Run the training-set selection, "
+                                 "print it as JSON and stop (no test data used)."),
+    plots_only: bool = typer.Option(False, "--plots-only",
+                                    help="Redraw the figures from the saved JSON and stop."),
+    out: Path = OUT,
+    figures: Path = typer.Option(FIGURES, "--figures", help="Folder for the figures."),
+) -> None:
+    """Rasiwasia et al. (2010) Tables 3-5 on Wikipedia, plus KSM and KSM-QE (reports/wikipedia.md).
+
+    Writes wikipedia_reproduction.json and wikipedia_tables.md to --out and the figures to
+    --figures. 10-16 minutes on 2 cores, most of it the cross-validation; about 2 with --skip-cv.
+
+    Examples:
+
+      xmodal reproduce wikipedia
+
+      xmodal reproduce wikipedia --skip-cv --out /tmp/wiki --figures /tmp/wiki
+    """
+    from xmodal.reproduce import wikipedia as W
+    from xmodal.reproduce.output import read_json
+    from xmodal.reproduce.wikipedia_report import plots
+
+    if plots_only:
+        saved = read_json(out / "wikipedia_reproduction.json")
+        plots(saved, saved["categories"], figures)
+        console.print(f"figures redrawn in {figures}")
+        return
+    if cv_only:
+        from xmodal.data import load_wikipedia
+
+        sel = W.select_hyperparameters(load_wikipedia(data), folds)
+        print(json.dumps({"hyperparameters": {k: sel[k] for k in W.HP_KEYS}, "cv": sel["cv"]},
+                         indent=1, default=str))
+        return
+    res = W.reproduce(data, folds, skip_cv, out, figures,
+                      _command("wikipedia", skip_cv=skip_cv, folds=None if folds == 5 else folds))
+    console.print(f"wrote {out / 'wikipedia_reproduction.json'} and wikipedia_tables.md "
+                  f"({res['elapsed_s']:.0f} s)")
+
+
+@reproduce_app.command("corel5k")
+def corel5k(
+    part: str = typer.Option("all", "--part", help="all (= corel + flickr), corel, flickr, "
+                             "report, nested, nested-cmrm, nested-crm, flickr-temperature."),
+    data: Path = DATA,
+    seed: int = typer.Option(0, "--seed", help="Seed of the held-out split and the CV folds."),
+    features: str = typer.Option("grid,effnet", "--features",
+                                 help="Flickr8K region features to run: grid, effnet "
+                                 "(comma-separated; '' for none)."),
+    no_neural: bool = typer.Option(False, "--no-neural", help="Skip the Flickr8K neural row."),
+    out: Path = OUT,
+    report: Path = typer.Option(REPORTS / "relevance_models.md", "--report",
+                                help="The Markdown report to write."),
+    figures: Path = typer.Option(FIGURES, "--figures", help="Folder for the figure."),
+) -> None:
+    """CMRM and CRM on Corel5K and Flickr8K keywords (reports/relevance_models.md).
+
+    Results go to relevance_models.json (and corel_nested_cv.json for the nested parts,
+    flickr_crm_temperature_dev.json for flickr-temperature) in --out; the report is rewritten
+    from them after every part. --part corel takes a few minutes on 2 cores, the nested parts
+    about 30 minutes.
+
+    Examples:
+
+      xmodal reproduce corel5k --part corel
+
+      xmodal reproduce corel5k --part flickr --features effnet --no-neural
+
+      xmodal reproduce corel5k --part report
+    """
+    from xmodal.reproduce.corel5k import reproduce
+
+    kinds = tuple(k for k in features.split(",") if k)
+    cmd = _command("corel5k", part=None if part == "all" else part,
+                   features=None if features == "grid,effnet" else repr(features),
+                   no_neural=no_neural, seed=seed or None)
+    reproduce(part, data, seed, kinds, not no_neural, out, report, figures, cmd)
+    console.print(f"wrote {report}")
+
+
+def _names(value: str | None) -> list[str] | None:
+    return None if value is None else [v for v in value.split(",") if v]
+
+
+@reproduce_app.command("hodosh")
+def hodosh(
+    systems: str = typer.Option(None, "--systems", help="Comma-separated systems (setting names "
+                                "without 'hodosh-'); default: every system of the report."),
+    singles: str = typer.Option(None, "--singles", help="KCCA systems also evaluated as their "
+                                "single best dev model (default: every KCCA system; '' none)."),
+    data: Path = DATA,
+    out: Path = OUT,
+    report: Path = typer.Option(REPORTS / "hodosh.md", "--report", help="The report to write."),
+    figures: Path = typer.Option(FIGURES, "--figures", help="Folder for the R@K figure."),
+    extra: Path = typer.Option(None, "--extra", help="Markdown inserted after the preamble."),
+) -> None:
+    """Hodosh et al. (2013) on flickr8k-hodosh, -crowd and expert scores (reports/hodosh.md).
+
+    Systems are trained (or loaded from $XMODAL_CACHE/hodosh) through their settings records;
+    about two hours on 2 cores from an empty cache, seconds once the cache holds the kernels
+    and systems. Writes hodosh_reproduction.json to --out.
+
+    Examples:
+
+      xmodal reproduce hodosh
+
+      xmodal reproduce hodosh --systems bow5-effnet,tri5sem-effnet --singles ''
+      --out /tmp/h --report /tmp/h/hodosh.md --figures /tmp/h
+    """
+    from xmodal.reproduce.hodosh import reproduce
+
+    cmd = _command("hodosh", systems=systems, singles=None if singles is None else repr(singles),
+                   extra=extra)
+    reproduce(_names(systems), _names(singles), data, out, report, figures,
+              extra.read_text() if extra else "", cmd)
+    console.print(f"wrote {report}")
+
+
+@reproduce_app.command("gist")
+def gist(
+    fresh: bool = typer.Option(False, "--fresh", help="Recompute the cached queries and "
+                               "candidates."),
+    limit: int = typer.Option(None, "--limit", help="Use only the first N test images (a quick "
+                              "check: nothing is written)."),
+    no_auto_captions: bool = typer.Option(False, "--no-auto-captions", help="Skip the "
+                                          "automatic-caption rows (they need the training "
+                                          "images' features: about 1 h on an empty cache)."),
+    report_only: bool = typer.Option(False, "--report-only",
+                                     help="Rewrite the report from the saved JSON and stop."),
+    data: Path = DATA,
+    out: Path = OUT,
+    report: Path = typer.Option(REPORTS / "gist.md", "--report", help="The report to write."),
+    asset: Path = typer.Option(None, "--asset", help="Where to save the final ranker (default: "
+                               "the shipped one, xmodal/assets/gist/ranker)."),
+) -> None:
+    """Literal gist on Flickr8K: the rows of reports/gist.md and the shipped gist ranker.
+
+    15-25 minutes on 2 busy cores; queries and candidates are cached, so a rerun redoes only
+    the cross-validation and the report. Writes gist.json to --out.
+
+    Examples:
+
+      nice -n 10 xmodal reproduce gist
+
+      xmodal reproduce gist --limit 50 --no-auto-captions
+
+      xmodal reproduce gist --report-only
+    """
+    from xmodal.reproduce.gist import reproduce
+    from xmodal.reproduce.gist_report import write_report
+    from xmodal.reproduce.output import read_json
+
+    if report_only:
+        write_report(read_json(out / "gist.json"), report)
+        console.print(f"wrote {report}")
+        return
+    res = reproduce(fresh, limit, not no_auto_captions, data, out, report, asset,
+                    _command("gist", fresh=fresh, limit=limit,
+                             no_auto_captions=no_auto_captions))
+    if limit is not None:
+        print(json.dumps(res, indent=1, default=float))
+    else:
+        console.print(f"wrote {report}, {out / 'gist.json'} and the ranker")
+
+
+@reproduce_app.command("dual")
+def dual(
+    no_eval: bool = typer.Option(False, "--no-eval", help="Skip the test tables (the shipped "
+                                 "model and the zero-shot bridge on the three protocols)."),
+    ood: str = typer.Option("dual", "--ood", help="Models of the out-of-domain check "
+                            "(comma-separated; '' to skip)."),
+    variants: str = typer.Option("", "--variants", help="Training variants to compare on dev "
+                                 "and test, e.g. base,lit,drop4ep60 (minutes each)."),
+    ensembles: str = typer.Option("", "--ensembles", help="Second-round variants, dev only, "
+                                  "e.g. shipped,ep30,ens2_hn5."),
+    max_train: int = typer.Option(6000, "--max-train", help="Training images for --variants."),
+    data: Path = DATA,
+    out: Path = OUT,
+) -> None:
+    """The dual encoder's numbers (reports/dual_encoder.md): test tables, OOD check, variants.
+
+    Writes dual_encoder.json (parts not rerun are kept) and dual_encoder_tables.md to --out.
+    Features come from the disk cache (fill it once with scripts/train_dual_features.py).
+
+    Examples:
+
+      xmodal reproduce dual
+
+      xmodal reproduce dual --no-eval --ood '' --variants base,lit,drop4ep60
+
+      OMP_NUM_THREADS=2 xmodal reproduce dual --no-eval --ood '' --ensembles shipped,ens2_hn5
+    """
+    from xmodal.reproduce.dual import reproduce
+
+    cmd = _command("dual", no_eval=no_eval, ood=None if ood == "dual" else repr(ood),
+                   variants=variants, ensembles=ensembles,
+                   max_train=None if max_train == 6000 else max_train)
+    reproduce(not no_eval, tuple(_names(ood)), tuple(_names(variants)), tuple(_names(ensembles)),
+              max_train, data, out, cmd)
+    console.print(f"wrote {out / 'dual_encoder.json'} and dual_encoder_tables.md")

@@ -1,0 +1,264 @@
+"""The dual encoder (``reports/dual_encoder.md``): test tables, out-of-domain check, variants.
+
+- :func:`evaluate_models`: the shipped model and the zero-shot bridge on ``flickr8k-5cap``,
+  ``flickr8k-hodosh`` and ``flickr8k-hodosh-crowd`` through the settings table's scorers (what
+  ``xmodal eval`` prints);
+- :func:`ood_check`: scikit-image sample photos, one sentence query each, alone and among the
+  1,000 Flickr8K test images;
+- :func:`variants` / :func:`ensembles`: the training variants compared on the dev split (the
+  report's "What was tried" tables; selection on dev only, test shown for the record).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from xmodal.reproduce.output import log
+
+MODELS = ("dual", "efficientnet-minilm-zeroshot")
+PROTOCOLS = ("flickr8k-5cap", "flickr8k-hodosh", "flickr8k-hodosh-crowd")
+OOD_QUERIES = {
+    "astronaut": "an astronaut in a space suit",
+    "camera": "a man with a camera on a tripod",
+    "chelsea": "a cat",
+    "clock": "a clock",
+    "coffee": "a cup of coffee",
+    "coins": "old coins",
+    "hubble_deep_field": "galaxies in deep space",
+    "moon": "the surface of the moon",
+    "rocket": "a rocket on the launch pad",
+    "stereo_motorcycle": "a motorcycle",
+    "brick": "a brick wall",
+    "grass": "green grass",
+    "page": "a page of printed text",
+}
+# variant -> TrainConfig overrides (first round, dev and test)
+VARIANTS = {
+    "base": {},
+    "d512": {"dim": 512},
+    "h1024": {"hidden": 1024},
+    "drop4": {"dropout": 0.4},
+    "drop4ep60": {"dropout": 0.4, "epochs": 60},
+    "maps": {"use_maps": True},
+    "ep80": {"epochs": 80},
+    "lr3": {"lr": 3e-3},
+    "b256": {"batch_images": 256},
+    "bridgein": {"bridge_input": True},
+    "lit": {"text_identity": True},
+    "lit_bridgein": {"text_identity": True, "bridge_input": True},
+}
+# variant -> (TrainConfig overrides, seeds of the ensemble members); second round, dev only
+ENSEMBLES: dict[str, tuple[dict, tuple[int, ...]]] = {
+    "shipped": ({}, (0,)),
+    "ep30": ({"epochs": 30}, (0,)),
+    "hn5": ({"hard_negative_beta": 5.0}, (0,)),
+    "hn10": ({"hard_negative_beta": 10.0}, (0,)),
+    "h1024": ({"hidden": 1024}, (0,)),
+    "ens3_ep30": ({"epochs": 30}, (0, 1, 2)),
+    "ens2_ep30": ({"epochs": 30}, (0, 1)),
+    "ens2_hn5": ({"hard_negative_beta": 5.0}, (0, 1)),
+    "ens2": ({}, (0, 1)),
+    "ens3": ({}, (0, 1, 2)),
+}
+
+
+def evaluate_models(models=MODELS, protocols=PROTOCOLS, data=None) -> dict:
+    """``{protocol: {model: {direction: metrics}}}`` as ``xmodal eval`` computes them."""
+    from xmodal.eval.protocols import get_protocol
+    from xmodal.eval.runner import run_eval
+    from xmodal.models.registry import get_scorer
+
+    out: dict = {}
+    for p in protocols:
+        proto = get_protocol(p, data)
+        for m in models:
+            rep = run_eval(proto, get_scorer(m, p), model=m, with_curves=False)
+            out.setdefault(p, {})[m] = rep["directions"]
+            log(f"{p} / {m}: {rep['directions']}")
+    return out
+
+
+def sample_photos() -> list:
+    """The 13 scikit-image sample photos of :data:`OOD_QUERIES`, as RGB PIL images."""
+    import skimage.data as skdata
+    from PIL import Image
+
+    photos = []
+    for name in OOD_QUERIES:
+        arr = getattr(skdata, name)()
+        if name == "stereo_motorcycle":
+            arr = arr[0]
+        photos.append(Image.fromarray(arr).convert("RGB"))
+    return photos
+
+
+def query_ranks(S: np.ndarray) -> list[int]:
+    """S: (n_gallery, n_queries) with query j's photo at gallery row j; 1 = first."""
+    return [int((S[:, j] > S[j, j]).sum()) + 1 for j in range(S.shape[1])]
+
+
+def ood_check(specs=("dual",), data=None) -> dict:
+    """Rank of each sample photo for its query, among the photos and with distractors."""
+    from xmodal.data import load_flickr8k
+    from xmodal.models.dual import load_embedding_model
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ds = load_flickr8k(data, judgments=False)
+    distractors = [ds.image_path(i) for i in ds.split("test")]
+    photos = sample_photos()
+    out = {}
+    for spec in specs:
+        model = load_embedding_model(None if spec == "dual" else spec)
+        E = model.embed_images(photos, progress=False)
+        D = model.embed_images(distractors, progress=False)
+        T = model.embed_texts(list(OOD_QUERIES.values()), progress=False)
+        ra = query_ranks(E @ T.T)
+        rb = query_ranks(np.concatenate([E, D]) @ T.T)
+        out[spec] = {
+            "photos_only": dict(zip(OOD_QUERIES, ra)),
+            "with_flickr8k_test_distractors": dict(zip(OOD_QUERIES, rb)),
+            "top1_photos_only": f"{sum(r == 1 for r in ra)}/{len(ra)}",
+            "top1_with_distractors": f"{sum(r == 1 for r in rb)}/{len(rb)}",
+            "top5_with_distractors": f"{sum(r <= 5 for r in rb)}/{len(rb)}",
+        }
+    return {"queries": OOD_QUERIES, "results": out}
+
+
+def _split_eval(model, td, raw_pooled, split: str) -> dict:
+    from xmodal.models.dual_train import recall_5cap, split_rows
+
+    rows, caps = split_rows(td, split)
+    pos = {int(r): i for i, r in enumerate(rows)}
+    cap_img = np.array([pos[int(r)] for r in td.caption_image[caps]])
+    maps = td.maps[rows] if td.maps is not None else None
+    ei = model.embed_image_features(raw_pooled[rows], td.logits[rows], maps)
+    et = model.embed_text_features(td.text[caps])
+    return recall_5cap(ei, et, cap_img)
+
+
+def variants(names, max_train: int = 6000, data=None, weights=(0.0, 0.1, 0.2, 0.3, 0.4)
+             ) -> list[dict]:
+    """Train each variant (epoch chosen on dev), then dev and test R@K for each bridge weight."""
+    from xmodal.models.dual import DualEncoder
+    from xmodal.models.dual_train import TrainConfig, fit_heads, load_train_data
+
+    use_maps = any(VARIANTS[v].get("use_maps") for v in names)
+    td = load_train_data(data, max_train_images=max_train, use_maps=use_maps, progress=False)
+    raw = td.pooled
+    zs = DualEncoder(bridge_weight=1.0)
+    lines = [{"variant": "zero-shot bridge", "n_train": max_train, "w": 1.0,
+              **{s: _split_eval(zs, td, raw, s) for s in ("dev", "test")}}]
+    for name in names:
+        cfg = TrainConfig(**VARIANTS[name])
+        cfg.max_train_images = max_train
+        image_input = "pooled+bridge" if cfg.bridge_input else "pooled"
+        td.pooled = DualEncoder(image_input=image_input).head_image_input(raw, td.logits)
+
+        def eval_fn(heads, image_input=image_input):
+            m = DualEncoder(bridge_weight=0.0, image_input=image_input)
+            m.heads_ = heads
+            r = _split_eval(m, td, raw, "dev")
+            return 0.5 * (r["i2t_R@1"] + r["t2i_R@1"])
+
+        t1 = time.time()
+        heads, _, best_epoch = fit_heads(td, cfg, log=lambda *_: None, eval_fn=eval_fn)
+        took = time.time() - t1
+        for w in weights:
+            m = DualEncoder(bridge_weight=w, image_input=image_input)
+            m.heads_ = heads
+            lines.append({"variant": name, "n_train": max_train, "w": w,
+                          "best_epoch": best_epoch, "fit_s": round(took),
+                          "dev": _split_eval(m, td, raw, "dev"),
+                          "test": _split_eval(m, td, raw, "test")})
+            log(json.dumps(lines[-1]))
+    return lines
+
+
+def ensembles(names, data=None, weights=(0.0, 0.1, 0.2)) -> list[dict]:
+    """Second round, dev split only: K heads (seeds 0..K-1) whose unit embeddings are
+    concatenated / sqrt(K), blended with the bridge as the single model is."""
+    from xmodal.models.dual import DualEncoder, l2_normalize
+    from xmodal.models.dual_train import (
+        TrainConfig,
+        fit_heads,
+        load_train_data,
+        recall_5cap,
+        split_rows,
+    )
+
+    td = load_train_data(data, progress=False)
+    enc = DualEncoder(image_input="pooled+bridge")
+    td.pooled = enc.head_image_input(td.pooled, td.logits)
+    dev_rows, dev_caps = split_rows(td, "dev")
+    pos = {int(r): i for i, r in enumerate(dev_rows)}
+    cap_img = np.array([pos[int(r)] for r in td.caption_image[dev_caps]])
+    bridge_i = enc.bridge_image(td.logits[dev_rows])
+    bridge_t = l2_normalize(td.text[dev_caps])
+
+    def dev(zi, zt, w):
+        ei = np.concatenate([np.sqrt(1 - w) * zi, np.sqrt(w) * bridge_i], 1)
+        et = np.concatenate([np.sqrt(1 - w) * zt, np.sqrt(w) * bridge_t], 1)
+        return recall_5cap(ei, et, cap_img)
+
+    def eval_fn(heads):
+        r = dev(heads.embed_images(td.pooled[dev_rows]), heads.embed_texts(td.text[dev_caps]), 0.0)
+        return 0.5 * (r["i2t_R@1"] + r["t2i_R@1"])
+
+    cache: dict = {}
+    lines = []
+    for name in names:
+        over, seeds = ENSEMBLES[name]
+        zis, zts, took, epochs = [], [], 0.0, []
+        for seed in seeds:
+            key = (json.dumps(over, sort_keys=True), seed)
+            if key not in cache:
+                t1 = time.time()
+                heads, _, best_epoch = fit_heads(td, TrainConfig(**over, seed=seed),
+                                                 log=lambda *_: None, eval_fn=eval_fn)
+                cache[key] = (heads.embed_images(td.pooled[dev_rows]),
+                              heads.embed_texts(td.text[dev_caps]), time.time() - t1, best_epoch)
+            zi, zt, dt, ep = cache[key]
+            zis.append(zi)
+            zts.append(zt)
+            epochs.append(ep)
+            took += dt
+        zi = np.concatenate(zis, 1) / np.sqrt(len(zis))
+        zt = np.concatenate(zts, 1) / np.sqrt(len(zts))
+        for w in weights:
+            d = dev(zi, zt, w)
+            lines.append({"variant": name, "w": w, "seeds": list(seeds), "best_epochs": epochs,
+                          "fit_s": round(took), "dev": d,
+                          "dev_mean_r1": 0.5 * (d["i2t_R@1"] + d["t2i_R@1"])})
+            log(json.dumps(lines[-1]))
+    return lines
+
+
+def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_names=(),
+              max_train: int = 6000, data=None, out=None,
+              command: str = "xmodal reproduce dual") -> dict:
+    """Run the requested parts, merge them into ``dual_encoder.json`` (parts not rerun are
+    kept) and write the tables to ``dual_encoder_tables.md`` beside it."""
+    from xmodal.reproduce.dual_report import markdown
+    from xmodal.reproduce.output import RESULTS, read_json, stamp, write_json
+
+    path = Path(out or RESULTS) / "dual_encoder.json"
+    res = read_json(path)
+    t0 = time.time()
+    if evaluate:
+        res["test"] = evaluate_models(data=data)
+    if ood:
+        res["ood"] = ood_check(ood, data)
+    if variant_names:
+        res["variants"] = variants(variant_names, max_train, data)
+    if ensemble_names:
+        res["ensembles"] = ensembles(ensemble_names, data)
+    res.update(stamp(command), elapsed_s=time.time() - t0)
+    write_json(path, res)
+    (path.parent / "dual_encoder_tables.md").write_text(markdown(res))
+    return res

@@ -1,0 +1,164 @@
+"""Hodosh et al. (2013) on Flickr8K: every system on the three protocols of ``reports/hodosh.md``.
+
+Each system is a setting of :mod:`xmodal.recipes.flickr8k` (``hodosh-NAME``), trained or loaded
+from its cache and scored through the setting's own scorer on the 1,000 x 1,000 test pool;
+``NAME@single`` is the same system's single best dev (kappa, n) instead of its Borda ensemble.
+Evaluation: ``flickr8k-hodosh`` (R@K, median rank), ``flickr8k-hodosh-crowd`` (S@K, R-precision,
+mAP@R), significance against Tri5Sem (:func:`xmodal.eval.compare.compare`), the expert scores of
+each system's top caption, and the rank correlations of systems across metrics (Table 7).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xmodal.eval.compare import compare
+from xmodal.eval.metrics import retrieval_metrics
+from xmodal.reproduce.output import log
+
+DEFAULT_SYSTEMS = [
+    "nn", "bow1", "bow5", "tagrank", "tri5", "tri5-landmarks", "tri5sem", "bow5-full",
+    "tagrank-full", "tri5-full", "tri5sem-full", "bow5-112", "bow5-448", "tri5sem-448",
+    "bow5-448-full", "tagrank-448-full", "tri5-448-full", "tri5sem-448-full", "bow5-effnet",
+    "tri5sem-effnet",
+]
+PROTOCOLS = ("flickr8k-hodosh", "flickr8k-hodosh-crowd")
+EXPERT_THRESHOLDS = [(4.0, 12), (3.66, 11), (3.33, 10), (3.0, 9), (2.66, 8), (2.33, 7), (2.0, 6)]
+REFERENCE = "tri5sem"
+TESTS = {"R@1": "mcnemar", "R@5": "mcnemar", "R@10": "mcnemar", "rank": "randomization"}
+CROWD_TESTS = {**TESTS, "R-P": "randomization", "mAP@R": "randomization"}
+
+
+def pool_scores(name: str, protocol) -> dict[str, np.ndarray]:
+    """``{"i2t": S, "t2i": S}`` of system ``name`` (``NAME@single``: its single best dev model)
+    on the protocol's pool, through the settings table's scorer (and its caches)."""
+    from xmodal.recipes.flickr8k import direction_inputs, get_system
+    from xmodal.recipes.settings import get_setting
+
+    base, single = name.removesuffix("@single"), name.endswith("@single")
+    if not single:
+        scorer = get_setting(f"hodosh-{base}").scorer(protocol.name)
+        return {d: scorer(protocol, protocol.directions[d]) for d in ("i2t", "t2i")}
+    from xmodal.models.hodosh import config_hash, load_hodosh_data
+
+    hd = load_hodosh_data(protocol.dataset)
+    d = protocol.directions["i2t"]
+    images, docs = direction_inputs(hd, d)
+    key = config_hash(images, list(d.text_ids))
+    return get_system(base, hd).score(images, docs, f"pool-{key}", single=True)
+
+
+def evaluate(systems: list[str], data=None) -> dict:
+    """Metrics, significance, expert scores and correlations of ``systems``; ``_gold_ranks``
+    (per-query rank of the gold item) for the R@K figure."""
+    from xmodal.eval.protocols import get_protocol
+
+    protos = {n: get_protocol(n, data) for n in PROTOCOLS}
+    base = protos["flickr8k-hodosh"].directions["i2t"]
+    for p in protos.values():
+        for d in p.directions.values():
+            if d.image_ids != base.image_ids or d.text_ids != base.text_ids:
+                raise RuntimeError(f"{p.name}: pool order differs from the Hodosh test pool")
+    scores = {}
+    for s in systems:
+        scores[s] = pool_scores(s, protos["flickr8k-hodosh"])
+        log(f"{s}: scored the test pool")
+    res: dict = {"systems": systems, "metrics": {}, "significance": {}}
+    per_query: dict = {}
+    for pname, proto in protos.items():
+        for dname, d in proto.directions.items():
+            for s in systems:
+                q = d.query_scores(scores[s][dname])
+                summ, pq = retrieval_metrics(np.ascontiguousarray(q), d.query_relevance,
+                                             per_query=True)
+                res["metrics"].setdefault(pname, {}).setdefault(dname, {})[s] = summ
+                per_query.setdefault(pname, {}).setdefault(dname, {})[s] = pq
+    if REFERENCE in systems:
+        for pname in protos:
+            tests = CROWD_TESTS if pname.endswith("crowd") else TESTS
+            res["significance"][pname] = {
+                d: compare(per_query[pname][d], REFERENCE, tests, systems=systems)
+                for d in ("i2t", "t2i")}
+    res.update(expert_scores(systems, scores, base, protos["flickr8k-hodosh"].dataset))
+    res["correlations"] = correlations(res, systems)
+    res["_gold_ranks"] = {d: {s: np.asarray(per_query["flickr8k-hodosh"][d][s]["rank"])
+                              for s in systems} for d in ("i2t", "t2i")}
+    return res
+
+
+def expert_scores(systems, scores, pool, dataset) -> dict:
+    """Expert judgments of each system's top-ranked caption (annotation); unjudged pairs count
+    as failures, so the fractions are lower bounds. McNemar against the reference system."""
+    image_ids, caps = list(pool.image_ids), list(pool.text_ids)
+    expert = {(e.image_id, e.caption_id): sum(e.scores) for e in dataset.expert}  # 3..12
+    out: dict = {"expert": {}}
+    hits: dict = {}
+    for s in systems:
+        top = np.asarray(scores[s]["i2t"]).argmax(1)
+        tot = np.array([expert.get((i, caps[t]), -1) for i, t in zip(image_ids, top)])
+        judged = tot >= 0
+        row = {"n_judged": int(judged.sum()), "n_images": len(tot)}
+        for thr, units in EXPERT_THRESHOLDS:
+            row[f">={thr}"] = float(np.mean(tot >= units))
+            hits.setdefault(s, {})[f">={thr}"] = tot >= units
+        for thr, units in ((4.0, 12), (2.66, 8)):
+            row[f"judged>={thr}"] = float(np.mean(tot[judged] >= units)) if judged.any() else 0.0
+        row["mean_judged"] = float(np.mean(tot[judged]) / 3) if judged.any() else float("nan")
+        row["top_is_gold"] = float(np.mean(np.array([caps[t] == f"{i}#2"
+                                                    for i, t in zip(image_ids, top)])))
+        out["expert"][s] = row
+    if REFERENCE in systems:
+        out["expert_significance"] = compare(hits, REFERENCE, {f">={t}": "mcnemar"
+                                                               for t, _ in EXPERT_THRESHOLDS})
+    return out
+
+
+def correlations(res: dict, systems: list[str]) -> dict:
+    """Spearman / Kendall correlation of the systems' ranking under two metrics (Table 7)."""
+    from xmodal.eval.stats import kendall, spearman
+
+    if len(systems) < 4:
+        return {}
+    out = {}
+    h, c = res["metrics"]["flickr8k-hodosh"], res["metrics"]["flickr8k-hodosh-crowd"]
+    for d in ("i2t", "t2i"):
+        rows = {}
+        for k in (1, 5, 10):
+            a = [h[d][s][f"R@{k}"] for s in systems]
+            b = [c[d][s][f"R@{k}"] for s in systems]
+            rows[f"R@{k} vs S@{k}"] = (spearman(a, b), kendall(a, b))
+        rp = [c[d][s]["R-P"] for s in systems]
+        for k in ("R@1", "R@5", "R@10"):
+            a = [h[d][s][k] for s in systems]
+            rows[f"R-P vs {k}"] = (spearman(a, rp), kendall(a, rp))
+        med = [-h[d][s]["medR"] for s in systems]
+        rows["R-P vs medR"] = (spearman(med, rp), kendall(med, rp))
+        out[d] = rows
+    return out
+
+
+def reproduce(systems=None, singles=None, data=None, out=None, report=None, figures=None,
+              extra: str = "", command: str = "xmodal reproduce hodosh") -> dict:
+    """Evaluate, write ``hodosh_reproduction.json`` (every number but the per-query ranks), the
+    R@K figure and the report."""
+    import json
+    from pathlib import Path
+
+    from xmodal.provenance import git_commit
+    from xmodal.reproduce.hodosh_report import plot_recall_curves, render
+    from xmodal.reproduce.output import REPORTS, RESULTS, record, utc_now
+
+    systems = list(systems or DEFAULT_SYSTEMS)
+    singles = [s for s in systems if s != "nn"] if singles is None else list(singles)
+    res = evaluate(systems + [f"{s}@single" for s in singles], data)
+    res["date"], res["git_commit"] = utc_now(), git_commit()
+    if figures is not None:
+        plot_recall_curves(res, Path(figures) / "hodosh_recall_at_k.png")
+    saved = {k: v for k, v in res.items() if not k.startswith("_")}
+    record("hodosh_reproduction", json.loads(json.dumps(saved, default=float)), command,
+           out or RESULTS)
+    report = Path(report or REPORTS / "hodosh.md")
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(render(res, command, extra))
+    log(f"wrote {report}")
+    return res
