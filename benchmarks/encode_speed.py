@@ -12,7 +12,6 @@ import datetime
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 import warnings
@@ -57,9 +56,9 @@ def main() -> None:
     for q in texts[:50]:
         model.embed_texts([q], progress=False)
     out["dual_single_query_ms"] = 1000 * (time.perf_counter() - t) / 50
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    from xmodal.provenance import git_commit
+
+    commit = git_commit()
     report = {
         "command": "python " + " ".join(sys.argv),
         "git_commit": commit,

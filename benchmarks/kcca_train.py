@@ -20,7 +20,6 @@ import argparse
 import json
 import platform
 import resource
-import subprocess
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -112,9 +111,9 @@ def main() -> None:
         runs.append(run)
         del model
 
-    commit = subprocess.run(
-        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    from xmodal.provenance import git_commit
+
+    commit = git_commit()
     result = {
         "benchmark": "kcca_train",
         "command": "python benchmarks/kcca_train.py " + " ".join(
