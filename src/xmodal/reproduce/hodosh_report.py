@@ -324,8 +324,8 @@ def render(res: dict, command: str, extra_md: str = "") -> str:
     A("\n## 3. Expert scores of the top-ranked caption (annotation)\n")
     A("% of the 1,000 test images whose first caption has a mean expert score >= the threshold "
       "(scores are means of three judges, so 3.66 = 11/3). Only 5,822 image-caption pairs have "
-      "expert judgments in the release (pairs the paper's systems returned); a top caption without a judgment "
-      "counts as *not* reaching any threshold, so these are lower bounds, and the `judged` column "
+      "expert judgments in the release (pairs the paper's systems returned); a top caption "
+      "without a judgment counts as *not* reaching any threshold, so these are lower bounds, and the `judged` column "
       "says how many of the 1,000 top captions were judged. Stars: McNemar against Tri5Sem.\n")
     hdr = " | ".join(f">= {t}" for t, _ in EXPERT_THRESHOLDS)
     A(f"| System | {hdr} | judged | mean (judged) | >= 4.0 (judged) | >= 2.66 (judged) "

@@ -122,7 +122,8 @@ def summary(results: dict, nested: dict) -> list[str]:
     secs = [m["seconds"].get("retrieval_all_queries") for m in corel.values()
             if m.get("retrieval")]
     if secs:
-        out.append(f"- Retrieval scores all {corel['CMRM (tuned)']['retrieval']['all']['n_queries']}"
+        n_queries = corel["CMRM (tuned)"]["retrieval"]["all"]["n_queries"]
+        out.append(f"- Retrieval scores all {n_queries}"
                    f" Corel5K queries (1-4 words) against the 500 test images in "
                    f"{min(secs):.1f}-{max(secs):.1f} s on the shared 2-core CPU (vectorized; "
                    "`benchmarks/results/relevance_retrieval.json`).")
@@ -307,8 +308,8 @@ def nested_cv_section(nested: dict) -> list[str]:
             f"re-learned on each fold's training part). `{crm['command']}` "
             f"({crm['elapsed_s'] / 60:.0f} min, commit {crm['git_commit']}):",
             "",
-            f"- Nested CV: it {nested_result(w)}; the paper's CRM row (107, 0.19, 0.16) is not reached in "
-            "any fold" + ("" if not any(
+            f"- Nested CV: it {nested_result(w)}; the paper's CRM row (107, 0.19, 0.16) is not "
+            "reached in any fold" + ("" if not any(
                 f["results"][name]["n_words_recall_gt0"] >= 107
                 and f["results"][name]["mean_R"] >= 0.19 and f["results"][name]["mean_P"] >= 0.16
                 for f in crm["folds"]) else " (it is in some folds)") + ". Settings picked in "
