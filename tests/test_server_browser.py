@@ -193,15 +193,15 @@ def test_evaluation_page_compares_the_protocols_paper_metrics(server, page):
     assert page.locator("table.metrics[data-paper]").count() == 0
 
 
-def test_api_page_lists_the_endpoints_offline(server, page):
+def test_swagger_ui_works_offline(server, page):
     errors = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     page.goto(server["url"] + "/docs")
-    page.wait_for_selector("#api-list .api-op")
-    text = page.inner_text("#api-list")
+    page.wait_for_selector(".opblock")
+    text = page.inner_text("body")
     for path in ("/api/search", "/api/describe", "/api/mitl/next"):
         assert path in text
-    assert "endpoints" in page.inner_text("#api-status") and not errors
+    assert not errors
 
 
 def docs_screenshot(out: Path) -> None:

@@ -28,6 +28,24 @@ STATIC_DIR = Path(__file__).parent / "static"
 log = logging.getLogger("uvicorn.error")
 
 
+def _mount_swagger_ui(app: FastAPI) -> None:
+    """Swagger UI at /docs from the assets that the fastapi-offline package ships (Swagger UI 5,
+    which reads FastAPI's OpenAPI 3.1); nothing is loaded from another host."""
+    import fastapi_offline
+    from fastapi.openapi.docs import get_swagger_ui_html
+
+    assets = Path(fastapi_offline.__file__).parent / "static"
+    app.mount("/swagger-ui", StaticFiles(directory=assets), name="swagger")
+
+    @app.get("/docs", include_in_schema=False)
+    async def swagger_ui():
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json", title="xmodal API",
+            swagger_js_url="/swagger-ui/swagger-ui-bundle.js",
+            swagger_css_url="/swagger-ui/swagger-ui.css",
+            swagger_favicon_url="/swagger-ui/favicon.png")
+
+
 def _page(path: Path):
     async def serve_page() -> FileResponse:
         return FileResponse(path)
@@ -89,8 +107,8 @@ def create_app(
         description="Search photos by sentence, describe and tag images, browse evaluation "
         "reports. The web page is at `/`, the evaluation page at `/eval`.",
         lifespan=lifespan,
-        # the default Swagger / ReDoc pages load their scripts from outside hosts (blank
-        # offline); /docs is our own page over /openapi.json instead
+        # FastAPI's default /docs loads Swagger UI from a CDN (blank offline): ours serves
+        # the assets of the fastapi-offline package
         docs_url=None,
         redoc_url=None,
     )
@@ -101,10 +119,11 @@ def create_app(
     for module in (search, annotate, meta, reports, judge):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    _mount_swagger_ui(app)
 
     # the web pages: search (/), evaluation reports, judging and review of a MITL campaign
     for route, page in (("/", "index.html"), ("/eval", "eval.html"), ("/judge", "judge.html"),
-                        ("/review", "review.html"), ("/docs", "api.html")):
+                        ("/review", "review.html")):
         app.add_api_route(route, _page(STATIC_DIR / page), include_in_schema=False)
 
     return app
