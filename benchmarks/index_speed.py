@@ -2,6 +2,7 @@
 
     python -m benchmarks.index_speed                   # 1,000 Flickr8K test photos, ~3 minutes
     python -m benchmarks.index_speed --images 200 --engines onnx
+    python -m benchmarks.index_speed --folder ../data/flickr8k-originals/data/Images --name full
 
 Each run is a new ``xmodal index`` process on a fresh database and an empty cache folder
 (``XMODAL_CACHE``), timed by wall clock from process start to exit: start-up, model load, the
@@ -28,13 +29,18 @@ from benchmarks._record import record
 from xmodal.paths import data_root
 
 
-def photos(n: int, dest: Path) -> Path:
-    """Symlinks to the first ``n`` Flickr8K test photos (224-px JPEGs) in ``dest``."""
-    root = data_root() / "flickr8k"
-    ids = (root / "Flickr8k_text" / "Flickr_8k.testImages.txt").read_text().split()[:n]
+def photos(n: int, dest: Path, folder: Path | None = None) -> Path:
+    """Symlinks in ``dest`` to the first ``n`` photos of ``folder`` (sorted names), by default
+    the Flickr8K test photos (224-px JPEGs)."""
+    if folder is None:
+        root = data_root() / "flickr8k"
+        ids = (root / "Flickr8k_text" / "Flickr_8k.testImages.txt").read_text().split()[:n]
+        files = [root / "Flicker8k_Dataset" / i for i in ids]
+    else:
+        files = sorted(p for p in Path(folder).iterdir() if p.is_file())[:n]
     dest.mkdir(parents=True, exist_ok=True)
-    for i in ids:
-        (dest / i).symlink_to(root / "Flicker8k_Dataset" / i)
+    for f in files:
+        (dest / f.name).symlink_to(f.resolve())
     return dest
 
 
@@ -61,10 +67,14 @@ def main() -> None:
     ap.add_argument("--images", type=int, default=1000)
     ap.add_argument("--engines", nargs="+", default=["torch", "onnx"])
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--folder", type=Path, default=None,
+                    help="photos to index instead of the Flickr8K test photos (e.g. full-size)")
+    ap.add_argument("--name", default="", help="suffix of the result file (index_speed_NAME)")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="xmodal-index-speed-"))
     try:
-        folder = photos(args.images, work / "photos")
+        folder = photos(args.images, work / "photos", args.folder)
+        n_images = sum(1 for _ in folder.iterdir())
         export = work / "onnx-export"
         first_use = run(folder, "onnx", work, export) if "onnx" in args.engines else None
         times: dict[str, list[float]] = {e: [] for e in args.engines}
@@ -73,8 +83,9 @@ def main() -> None:
                 times[e].append(run(folder, e, work, export if e == "onnx" else None))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    out = {"images": args.images, "photos": "Flickr8K test photos (224-px JPEGs)",
-           "engines": {}}
+    args.images = n_images
+    what = str(args.folder) if args.folder else "Flickr8K test photos (224-px JPEGs)"
+    out = {"images": n_images, "photos": what, "engines": {}}
     base = statistics.median(times["torch"]) if "torch" in times else None
     for e, ts in times.items():
         med = statistics.median(ts)
@@ -85,7 +96,7 @@ def main() -> None:
         out["onnx_first_use_wall_s"] = first_use
         out["onnx_first_use_images_per_s"] = args.images / first_use
     print(out)
-    record("index_speed", out)
+    record("index_speed" + (f"_{args.name}" if args.name else ""), out)
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ Up to ``HNSW_ABOVE`` photos (50,000; ``$XMODAL_HNSW_ABOVE``) the index is exact 
 search (``IndexFlatIP``) on unit vectors: cosine similarity, no training. It is saved beside the
 database as one file, ``<db>.faiss.npz``: the vectors, the file ids of its rows, the store
 generation and the model (loading it is one read and one copy). Above that size it is an HNSW
-graph (``IndexHNSWFlat``, M = 32, efSearch = 128, ``$XMODAL_EF_SEARCH``; recall@10 against exact
-search is measured in ``benchmarks/ann_scale.py``), saved with FAISS's own writer as
+graph (``IndexHNSWFlat``, M = 32; efSearch grows with the size, see :func:`ef_search`; recall@10
+against exact search is measured in ``benchmarks/ann_scale.py``), saved with FAISS's own writer as
 ``<db>.faiss`` and memory-mapped when opened, with ``<db>.faiss.npz`` holding the ids and
 metadata. Every file is written to a temporary name and renamed, so a crash never leaves a
 half-written file; a missing, unreadable or stale file is simply rebuilt from SQLite. A database
@@ -30,8 +30,13 @@ def hnsw_above() -> int:
     return int(os.environ.get("XMODAL_HNSW_ABOVE", 50_000))
 
 
-def ef_search() -> int:
-    return int(os.environ.get("XMODAL_EF_SEARCH", 128))
+def ef_search(n: int) -> int:
+    """HNSW search depth for ``n`` vectors: ``$XMODAL_EF_SEARCH``, else deeper for larger
+    graphs (measured on 1,000,000 vectors with the structure of real embeddings: recall@10
+    0.65 at 128, 0.88 at 512, 0.97 at 1,024, still 2.6 ms a query; 0.999 at 128 on 100,000)."""
+    if os.environ.get("XMODAL_EF_SEARCH"):
+        return int(os.environ["XMODAL_EF_SEARCH"])
+    return 128 if n <= 200_000 else 512 if n <= 500_000 else 1024
 
 
 class AnnIndex:
@@ -49,6 +54,12 @@ class AnnIndex:
     def ntotal(self) -> int:
         self.ensure()
         return int(self._index.ntotal)
+
+    @property
+    def ef_search(self) -> int | None:
+        """The HNSW search depth in use (None for the exact index)."""
+        self.ensure()
+        return int(self._index.hnsw.efSearch) if hasattr(self._index, "hnsw") else None
 
     @property
     def kind(self) -> str:
@@ -73,7 +84,7 @@ class AnnIndex:
                     index = faiss.read_index(str(self.graph_path), flags)
                     if index.d != self.dim or index.ntotal != len(ids):
                         return False
-                    index.hnsw.efSearch = ef_search()
+                    index.hnsw.efSearch = ef_search(index.ntotal)
                 else:
                     vecs = z["vectors"]
                     if vecs.dtype != np.float32 or vecs.shape != (len(ids), self.dim):
@@ -103,7 +114,7 @@ class AnnIndex:
         hnsw = len(ids) > hnsw_above()
         if hnsw:
             index = faiss.IndexHNSWFlat(self.dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-            index.hnsw.efSearch = ef_search()
+            index.hnsw.efSearch = ef_search(len(ids))
         else:
             index = faiss.IndexFlatIP(self.dim)
         if len(vecs):
