@@ -11,7 +11,8 @@ import pytest
 @pytest.mark.parametrize(
     "args, message",
     [(["no-such-command"], "No such command"), (["eval", "--protocol"], "requires an argument"),
-     (["serve", "--tagger", "/no/such/tagger", "--port", "1"], "not a saved tagging model")],
+     (["serve", "--tagger", "/no/such/tagger", "--port", "1"], "not a saved tagging model"),
+     (["--engine", "tensorflow", "protocols"], "--engine must be one of")],
 )
 def test_usage_errors_print_a_message_not_a_traceback(args, message):
     run = subprocess.run(

@@ -18,3 +18,23 @@ app.add_typer(train_app, name="train")
 
 # Progress bars, tables and messages go to stderr so that --json output on stdout stays clean.
 console = Console(stderr=True)
+
+
+@app.callback()
+def global_options(
+    engine: str = typer.Option(
+        None, "--engine", help="Inference engine of the encoders: onnx (the default when "
+        "onnxruntime is installed) or torch. Same as $XMODAL_ENGINE.",
+    ),
+) -> None:
+    """Associate images with sentences: search photos by sentence, describe and tag images,
+    and evaluate image-text matching models."""
+    import os
+
+    if engine is not None:
+        from xmodal.errors import XmodalError
+        from xmodal.features.onnx_engine import ENGINES
+
+        if engine not in ENGINES:
+            raise XmodalError(f"--engine must be one of {ENGINES}, not {engine!r}")
+        os.environ["XMODAL_ENGINE"] = engine
