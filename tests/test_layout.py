@@ -120,7 +120,7 @@ def test_every_report_has_a_reproduce_command():
     from xmodal.cli import app
 
     out = CliRunner().invoke(app, ["reproduce", "--help"]).output
-    for name in ("wikipedia", "corel5k", "hodosh", "gist", "dual"):
+    for name in ("wikipedia", "corel5k", "hodosh", "gist", "dual", "mitl"):
         assert name in out, name
         assert CliRunner().invoke(app, ["reproduce", name, "--help"]).exit_code == 0
     scripts = {p.name for p in (ROOT / "scripts").glob("*.py")}
