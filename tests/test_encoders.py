@@ -149,17 +149,27 @@ def test_text_encoder(cache, monkeypatch):
     # same result from a plain SentenceTransformer call (independent path, no cache)
     ref = te.load_minilm().encode(texts[:1], normalize_embeddings=True)
     np.testing.assert_allclose(T[0], ref[0], atol=1e-5)
-    # cached: the model is not called again
-    monkeypatch.setattr(te, "load_minilm", lambda: (_ for _ in ()).throw(AssertionError("miss")))
+    # cached: the model is not called again, on either engine
+    from xmodal.features import onnx_engine
+
+    def miss(*args):
+        raise AssertionError("miss")
+
+    monkeypatch.setattr(te, "load_minilm", miss)
+    monkeypatch.setattr(onnx_engine, "minilm_forward", miss)
     np.testing.assert_array_equal(te.encode_texts(texts, progress=False), T[:3])
 
 
 def test_single_queries_do_not_grow_the_text_cache(cache, monkeypatch):
     from xmodal.features import text_encoder as te
 
+    from xmodal.features import onnx_engine
+
     te.encode_texts(["a query typed into the search box"], progress=False)
     calls = []
-    real = te.load_minilm
+    real, real_onnx = te.load_minilm, onnx_engine.minilm_forward
     monkeypatch.setattr(te, "load_minilm", lambda: calls.append(1) or real())
+    monkeypatch.setattr(onnx_engine, "minilm_forward",
+                        lambda texts: calls.append(1) or real_onnx(texts))
     te.encode_texts(["a query typed into the search box"], progress=False)
     assert calls, "a single query must not have been written to the disk cache"

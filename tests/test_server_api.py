@@ -127,16 +127,31 @@ def test_health_and_stats(client):
     assert client.get("/api/health").json()["index_loaded"] is True
 
 
-def test_preload_opens_index_and_model_at_start_up(tmp_path, built, reports_dir, caplog):
+def test_preload_opens_index_and_model_at_start_up(tmp_path, built, reports_dir):
+    import logging
+
     from xmodal.server import create_app
 
+    records = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    logger = logging.getLogger("uvicorn.error")  # where the server logs (propagation may be off)
+    handler, level = Keep(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
     db, parts = built
     app = create_app(db, reports_dir=reports_dir, thumbnail_dir=tmp_path / "thumbs",
                      preload=True, **parts)
-    with caplog.at_level("INFO"), TestClient(app) as c:
-        assert c.get("/api/health").json()["index_loaded"] is True  # before any search
-    assert any("loaded photo index" in r.getMessage() and "(6 photos)" in r.getMessage()
-               for r in caplog.records)
+    try:
+        with TestClient(app) as c:
+            assert c.get("/api/health").json()["index_loaded"] is True  # before any search
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert any("loaded photo index" in m and "(6 photos)" in m for m in records), records
 
 
 def test_pages_and_openapi(client):
