@@ -154,6 +154,43 @@ def test_preload_opens_index_and_model_at_start_up(tmp_path, built, reports_dir)
     assert any("loaded photo index" in m and "(6 photos)" in m for m in records), records
 
 
+def test_host_check_token_and_security_headers(tmp_path, built, reports_dir):
+    from xmodal.server import create_app
+
+    db, parts = built
+    app = create_app(db, reports_dir=reports_dir, thumbnail_dir=tmp_path / "thumbs",
+                     allowed_hosts=["127.0.0.1", "localhost"], access_token="s3cret", **parts)
+    with TestClient(app, base_url="http://127.0.0.1:8000") as c:
+        # a DNS-rebinding page arrives with its own host name: refused, JSON
+        assert_error(c.get("/api/health", headers={"host": "evil.example"}), 400)
+        # no token, a wrong one: 401 JSON, nothing answered
+        assert "token" in assert_error(c.get("/api/search", params={"q": "a red car"}), 401)
+        assert_error(c.get("/api/health", headers={"Authorization": "Bearer nope"}), 401)
+        ok = c.get("/api/search", params={"q": "a red car"},
+                   headers={"Authorization": "Bearer s3cret"})
+        assert ok.status_code == 200 and ok.json()["results"]
+        for name, value in (("x-content-type-options", "nosniff"), ("x-frame-options", "DENY"),
+                            ("referrer-policy", "no-referrer")):
+            assert ok.headers[name] == value
+        # a page opened once with ?access_token= sets the cookie the pages then carry
+        r = c.get("/?access_token=s3cret", follow_redirects=False)
+        assert r.status_code == 303 and "access_token" not in r.headers["location"]
+        assert "httponly" in r.headers["set-cookie"].lower()
+        assert c.get("/api/stats").status_code == 200  # the cookie is now sent
+        stats, health = c.get("/api/stats").json(), c.get("/api/health").json()
+        assert "/" not in str(stats.get("db")) and "/" not in str(health.get("db"))
+
+
+def test_serve_refuses_a_network_address_without_a_token():
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-c", "from xmodal.cli import main; main()", "serve",
+                          "--host", "0.0.0.0", "--port", "1"], capture_output=True, text=True,
+                         timeout=120, env={**__import__("os").environ, "XMODAL_TOKEN": ""})
+    assert run.returncode == 2 and "--token" in run.stderr
+
+
 def test_pages_and_openapi(client):
     home = client.get("/")
     assert home.status_code == 200 and 'id="search-form"' in home.text

@@ -11,8 +11,10 @@ from xmodal.cli._app import app, console
 
 @app.command(
     "serve",
-    epilog="Example: xmodal serve --db photos.db --reports reports/json --port 8000  "
-    "(then open http://127.0.0.1:8000/ ; the API is documented at /docs)",
+    epilog="Examples: xmodal serve --db photos.db --reports reports/json --port 8000  "
+    "(then open http://127.0.0.1:8000/ ; the API is documented at /docs).  "
+    "On a network: xmodal serve --host 0.0.0.0 --token \"$(openssl rand -hex 16)\" "
+    "(then open http://HOST:8000/?access_token=TOKEN once).",
 )
 def serve(
     db: Path = typer.Option(
@@ -44,6 +46,15 @@ def serve(
         None, "--campaign", help="a machine-in-the-loop campaign database ('xmodal mitl "
         "propose') to judge at /judge and review at /review"
     ),
+    token: str = typer.Option(
+        None, "--token", envvar="XMODAL_TOKEN", help="access token every request must carry "
+        "(required when --host is not a loopback address); open the page once with "
+        "?access_token=TOKEN, API clients send 'Authorization: Bearer TOKEN'"
+    ),
+    allow_host: list[str] = typer.Option(
+        None, "--allow-host", help="another Host name to answer (e.g. the machine's DNS name); "
+        "loopback names and --host are always allowed"
+    ),
 ) -> None:
     """Serve the search / describe / tag API and the web page (search and evaluation reports)."""
     import uvicorn
@@ -51,6 +62,19 @@ def serve(
     from xmodal.index import default_db_path
     from xmodal.server import create_app
 
+    from xmodal.errors import XmodalError
+    from xmodal.server.security import LOOPBACK_NAMES, is_loopback
+
+    if not is_loopback(host) and not token:
+        raise XmodalError(f"--host {host} makes your photos reachable from other machines: pass "
+                          "--token TOKEN (or set XMODAL_TOKEN) so that only people with the "
+                          "token can use the server")
+    hosts = [*LOOPBACK_NAMES, *(allow_host or [])]
+    if host in ("0.0.0.0", "::"):
+        if not allow_host:
+            hosts.append("*")  # any name reaches it; the token protects it
+    else:
+        hosts.append(host)
     db = db if db is not None else default_db_path()
     if not db.exists():
         console.print(f"[yellow]note:[/] no photo index at {db} yet; search answers 503 until "
@@ -61,7 +85,7 @@ def serve(
         tagger = load_tagger(tagger)  # a bad directory fails here, not on the first request
     web = create_app(db, reports_dir=reports, thumbnail_dir=thumbnails, model_spec=model,
                      threads=threads, tagger=tagger, campaign=campaign,
-                     preload=True)
+                     preload=True, allowed_hosts=hosts, access_token=token)
     console.print(f"xmodal: serving on http://{host}:{port}/  (API docs at /docs)")
     if campaign is not None:
         console.print(f"judging: http://{host}:{port}/judge?token=TOKEN  ·  review: "

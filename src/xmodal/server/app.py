@@ -21,6 +21,7 @@ from xmodal.server.errors import install_error_handlers
 from xmodal.server.limits import ServerLimits
 from xmodal.server.reports import ReportStore
 from xmodal.server.routes import annotate, judge, meta, reports, search
+from xmodal.server.security import AccessGuard
 from xmodal.server.state import ServerState
 from xmodal.server.thumbnails import ThumbnailCache
 
@@ -66,6 +67,8 @@ def create_app(
     tagger: Any = None,
     campaign: str | os.PathLike | None = None,
     preload: bool = False,
+    allowed_hosts: list[str] | None = None,
+    access_token: str | None = None,
 ) -> FastAPI:
     """Build the xmodal web application.
 
@@ -80,6 +83,9 @@ def create_app(
         ``/review`` (``xmodal mitl``).
     preload: load the index and models at start-up (``xmodal serve`` does) instead of on the
         first request.
+    allowed_hosts: Host names the server answers (None: any; ``xmodal serve`` passes the
+        loopback names and its own address); access_token: required on every request when set
+        (see :mod:`xmodal.server.security`).
     """
     backends = Backends(
         db_path, index=index, model=model, tagger=tagger, model_spec=model_spec, threads=threads
@@ -116,6 +122,7 @@ def create_app(
     app.state.campaign = judge.CampaignHandle(campaign) if campaign is not None else None
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=state.limits.max_body_bytes)
+    app.add_middleware(AccessGuard, allowed_hosts=allowed_hosts, token=access_token)
     for module in (search, annotate, meta, reports, judge):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Depends
@@ -20,10 +21,10 @@ async def health(state: ServerState = Depends(get_state)) -> dict[str, Any]:
     return {
         "status": "ok",
         "version": __version__,
-        "db": str(lib.db_path) if lib.db_path is not None else None,
+        "db": lib.db_path.name if lib.db_path is not None else None,  # a name, never a path
         "index_loaded": lib.index_loaded,
         "model_loaded": lib.model_loaded,
-        "reports_dir": str(state.reports.root) if state.reports.root is not None else None,
+        "reports": state.reports.root is not None,
     }
 
 
@@ -34,4 +35,6 @@ async def stats(state: ServerState = Depends(get_state)) -> dict[str, Any]:
     result = await lib.run(lambda: lib.index().stats())
     if not isinstance(result, dict):
         result = dict(getattr(result, "__dict__", {}) or {"value": str(result)})
+    if isinstance(result.get("db"), str):  # public answers name files, never their paths
+        result["db"] = Path(result["db"]).name
     return json_safe(result)

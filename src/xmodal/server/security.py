@@ -1,0 +1,98 @@
+"""Who may talk to the server: allowed Host names, an access token, standard security headers.
+
+- **Host check.** Requests whose ``Host`` header is not an allowed name get a JSON 400: a page
+  on another site that rebinds its DNS name to 127.0.0.1 cannot read the API.
+- **Access token** (``xmodal serve --token``; required when listening beyond loopback). Every
+  request must carry it: ``Authorization: Bearer TOKEN``, or the ``xmodal_token`` cookie that
+  opening any page with ``?access_token=TOKEN`` once sets (HttpOnly, SameSite=Strict), so the
+  web pages work unchanged. Comparisons are constant-time. (Judging pages' ``?token=`` is a
+  worker's own token, checked by the judging routes.)
+- **Headers** on every response: no MIME sniffing, no framing, no referrer.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Iterable
+
+from starlette.requests import Request
+from starlette.responses import RedirectResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from xmodal.server.errors import error_response
+
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1")
+COOKIE = "xmodal_token"
+SECURITY_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+]
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def _host_name(value: str) -> str:
+    """The name part of a Host header: ``[::1]:8000`` -> ``::1``, ``a.b:80`` -> ``a.b``."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+class AccessGuard:
+    """ASGI middleware: Host check, optional token, security headers (HTTP only)."""
+
+    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] | None = None,
+                 token: str | None = None) -> None:
+        self.app = app
+        self.allowed = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
+        self.token = token or None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        host = _host_name(request.headers.get("host", ""))
+        if self.allowed is not None and "*" not in self.allowed and host not in self.allowed:
+            await error_response(400, f"host {host!r} is not served here")(scope, receive, send)
+            return
+        if self.token is not None:
+            given = request.query_params.get("access_token")
+            if given is not None and hmac.compare_digest(given, self.token) \
+                    and request.method == "GET" and not request.url.path.startswith("/api/"):
+                # a page opened with ?token=: keep it in a cookie, drop it from the address
+                response = RedirectResponse(request.url.remove_query_params("access_token"),
+                                            303)
+                response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+                await response(scope, receive, send)
+                return
+            if not self._authorized(request):
+                await error_response(401, "this server needs its access token: open a page "
+                                     "with ?access_token=TOKEN or send 'Authorization: "
+                                     "Bearer TOKEN'")(scope, receive, send)
+                return
+
+        async def send_with_headers(message) -> None:
+            if message["type"] == "http.response.start":
+                message.setdefault("headers", [])
+                message["headers"] = list(message["headers"]) + SECURITY_HEADERS
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
+
+    def _authorized(self, request: Request) -> bool:
+        auth = request.headers.get("authorization", "")
+        candidates = [auth[7:].strip()] if auth.lower().startswith("bearer ") else []
+        candidates.append(request.cookies.get(COOKIE, ""))
+        return any(c and hmac.compare_digest(c, self.token) for c in candidates)
