@@ -368,3 +368,42 @@ def test_large_collections_switch_to_a_saved_hnsw_graph(tmp_path, monkeypatch):
     s_graph, i_graph = again.search(queries[:5], 5, among=among)
     np.testing.assert_array_equal(i_graph, i_exact)
     np.testing.assert_allclose(s_graph, s_exact, atol=1e-5)
+
+
+def test_forget_prune_roots_lock_and_duplicates(photos, tmp_path):
+    import shutil
+
+    from xmodal.index.photo_index import _writer_lock  # noqa: F401 - the lock under test
+
+    index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
+    index.update(photos, progress=False)
+    other = tmp_path / "other"
+    solid(other / "dark_red.jpg", (200, 20, 20))  # similar colour, other bytes
+    shutil.copy(photos / "red.jpg", other / "same_bytes.jpg")  # same SHA-1 as red.jpg
+    index.update(other, progress=False)
+    assert {r["folder"] for r in index.roots()} == {str(photos.resolve()), str(other.resolve())}
+    # copies with the same content are shown once, with their other paths
+    hits = index.search("red", k=3)
+    names = [Path(h.path).name for h in hits]
+    assert names.count("red.jpg") + names.count("same_bytes.jpg") == 1
+    first = next(h for h in hits if Path(h.path).name in ("red.jpg", "same_bytes.jpg"))
+    assert [Path(p).name for p in first.duplicates] == (
+        ["same_bytes.jpg"] if Path(first.path).name == "red.jpg" else ["red.jpg"])
+    assert len(hits) == 3  # the page is still full
+    # a second writer fails at once with a clear error
+    with _writer_lock(index.db_path):
+        with pytest.raises(XmodalError, match="another 'xmodal index'"):
+            index.update(other, progress=False)
+    # a deleted folder: the indexer says how to forget it; forget removes its photos
+    shutil.rmtree(other)
+    with pytest.raises(XmodalError, match="xmodal forget"):
+        index.update(other, progress=False)
+    assert index.forget(other) == 2
+    assert all("other" not in h.path for h in index.search("red", k=10))
+    assert [r["folder"] for r in index.roots()] == [str(photos.resolve())]
+    # prune: records of files deleted behind the index's back
+    (photos / "sub" / "green.png").unlink()
+    assert index.prune() == 1
+    assert all(Path(h.path).name != "green.png" for h in index.search("green", k=10))
+    with pytest.raises(XmodalError, match="nothing under"):
+        index.forget(tmp_path / "never-indexed")

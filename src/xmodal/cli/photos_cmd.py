@@ -186,18 +186,23 @@ def photos_command(
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     skipped: bool = typer.Option(False, "--skipped", help="List skipped files and why."),
     rebuild: bool = typer.Option(False, "--rebuild", help="Rebuild the FAISS index from SQLite."),
+    roots: bool = typer.Option(False, "--roots", help="List the indexed folders."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
-    """Show the state of a photo index (counts, model, skipped files).
+    """Show the state of a photo index (counts, model, indexed folders, skipped files).
 
-    Example:
+    Examples:
 
       xmodal photos --skipped
+
+      xmodal photos --roots
     """
     from xmodal.index import PhotoIndex
 
     index = PhotoIndex(db, create=False)
     info = index.stats()
+    if roots:
+        info["roots"] = index.roots()
     if rebuild:
         info["ann_vectors"] = index.rebuild_ann()
     if skipped:
@@ -206,7 +211,37 @@ def photos_command(
         typer.echo(json.dumps(info, indent=2))
         return
     for key, value in info.items():
-        if key != "skipped_files":
+        if key not in ("skipped_files", "roots"):
             console.print(f"{key:>14}: {value}")
+    for r in info.get("roots", []):
+        gone = "" if r["exists"] else "  [yellow](folder missing: xmodal forget it)[/]"
+        console.print(f"  folder: {r['folder']} ({r['files']} files){gone}")
     for item in info.get("skipped_files", []):
         console.print(f"  skipped: {item['path']} ({item['reason']})")
+
+
+@app.command("forget")
+def forget_command(
+    folder: Path = typer.Argument(..., help="An indexed folder (it may no longer exist)."),
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+) -> None:
+    """Remove a folder's photos from the index (e.g. after deleting or moving the folder).
+
+    Example: xmodal forget ~/Pictures/old-phone
+    """
+    from xmodal.index import PhotoIndex
+
+    n = PhotoIndex(db, create=False).forget(folder)
+    console.print(f"removed {n} file records under {folder}")
+
+
+@app.command("prune")
+def prune_command(db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
+    """Remove the records of indexed files that no longer exist, in every indexed folder.
+
+    Example: xmodal prune --db photos.db
+    """
+    from xmodal.index import PhotoIndex
+
+    n = PhotoIndex(db, create=False).prune()
+    console.print(f"removed {n} records of missing files")

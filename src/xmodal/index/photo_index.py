@@ -91,9 +91,15 @@ def model_id(model: Any, spec: str | None) -> str:
 class SearchResult:
     path: str
     score: float
+    # other indexed files with the same content (same SHA-1): shown once, under one path
+    duplicates: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """``{"path", "score"}``, plus ``"duplicates"`` when other files hold the same photo."""
+        out = asdict(self)
+        if not self.duplicates:
+            del out["duplicates"]
+        return out
 
 
 @dataclass
@@ -186,12 +192,20 @@ class PhotoIndex:
         """Bring the index in line with ``folder``: embed new and changed images, forget deleted
         ones, record unreadable files with a reason. Safe to interrupt at any moment; running it
         again finishes the job. ``captions`` maps image paths (absolute, or relative to the
-        folder) to caption texts to store with them."""
-        from tqdm.auto import tqdm
-
+        folder) to caption texts to store with them. One writer at a time: a second ``update``
+        on the same database fails at once with a clear error."""
         root = Path(folder).expanduser()
         if not root.is_dir():
-            raise XmodalError(f"not a folder: {root}")
+            known = os.path.abspath(root) in json.loads(self.store.get_meta("roots", "[]") or "[]")
+            hint = (f"; it was indexed before: 'xmodal forget {root}' removes its photos"
+                    if known else "")
+            raise XmodalError(f"not a folder: {root}{hint}")
+        with _writer_lock(self.db_path):
+            return self._update(root, captions, progress, on_batch)
+
+    def _update(self, root: Path, captions, progress: bool, on_batch) -> UpdateStats:
+        from tqdm.auto import tqdm
+
         root = root.resolve()
         t0 = time.perf_counter()
         stats = UpdateStats(str(root))
@@ -320,19 +334,62 @@ class PhotoIndex:
     def _embed(self, images: list[Any]) -> np.ndarray:
         return _embed_images(self.model, images)
 
+    # ----- housekeeping -----------------------------------------------------------------------
+    def roots(self) -> list[dict[str, Any]]:
+        """The indexed folders with how many files each holds and whether it still exists."""
+        roots = json.loads(self.store.get_meta("roots", "[]") or "[]")
+        return [{"folder": r, "files": len(self.store.ids_under(r)), "exists": Path(r).is_dir()}
+                for r in roots]
+
+    def forget(self, folder: str | os.PathLike) -> int:
+        """Remove every file under ``folder`` (which may be gone) from the index; returns how
+        many records were removed."""
+        root = os.path.abspath(Path(folder).expanduser())
+        ids = self.store.ids_under(root)
+        roots = json.loads(self.store.get_meta("roots", "[]") or "[]")
+        if not len(ids) and root not in roots:
+            raise XmodalError(f"nothing under {root} is indexed (indexed folders: "
+                              f"{', '.join(roots) or 'none'})")
+        with _writer_lock(self.db_path), self.store.transaction() as conn:
+            n = self.store.delete_files(conn, ids.tolist())
+            self.store.set_meta(conn, "roots", json.dumps([r for r in roots if r != root]))
+        self.ann.rebuild()
+        return n
+
+    def prune(self) -> int:
+        """Remove the records of files that no longer exist; returns how many."""
+        gone = [i for i, path in self.store.all_paths() if not os.path.lexists(path)]
+        if gone:
+            with _writer_lock(self.db_path), self.store.transaction() as conn:
+                self.store.delete_files(conn, gone)
+            self.ann.rebuild()
+        return len(gone)
+
     def rebuild_ann(self) -> int:
         """Rebuild the FAISS index from SQLite (e.g. after deleting the .faiss file)."""
         return self.ann.rebuild()
 
     # ----- querying ---------------------------------------------------------------------------
     def _results(
-        self, scores: np.ndarray, ids: np.ndarray, skip: set[int] = frozenset()
+        self, scores: np.ndarray, ids: np.ndarray, skip: set[int] = frozenset(),
+        skip_hashes: set[str] = frozenset(),
     ) -> list[SearchResult]:
-        paths = self.store.paths(i for i in ids if i >= 0)
-        out = []
+        """Hits in score order; copies of one photo (same SHA-1) collapse into the first."""
+        valid = [int(i) for i in ids if i >= 0]
+        paths, hashes = self.store.paths(valid), self.store.hashes(valid)
+        out, seen = [], set(skip_hashes)
         for s, i in zip(scores, ids):
-            if i >= 0 and int(i) not in skip and int(i) in paths:
-                out.append(SearchResult(paths[int(i)], float(s)))
+            i = int(i)
+            if i < 0 or i in skip or i not in paths:
+                continue
+            sha1 = hashes.get(i)
+            if sha1 is not None and sha1 in seen:
+                continue  # a copy of a photo already listed
+            others = []
+            if sha1 is not None:
+                seen.add(sha1)
+                others = [p for p in self.store.copies(sha1) if p != paths[i]]
+            out.append(SearchResult(paths[i], float(s), others))
         return out
 
     def search(
@@ -355,7 +412,7 @@ class PhotoIndex:
                 raise XmodalError(f"no indexed photo is inside {folder}")
         with one_thread(self.model):
             q = self._embed_text(text.strip())
-            scores, ids = self.ann.search(q, k + offset, among=among)
+            scores, ids = self.ann.search(q, 2 * (k + offset) + 10, among=among)
         return self._results(scores[0], ids[0])[offset : offset + k]
 
     def _embed_text(self, text: str) -> np.ndarray:
@@ -377,9 +434,10 @@ class PhotoIndex:
                 raise XmodalError(f"cannot use {image} as an example: {reason}")
             with one_thread(self.model):
                 vec = self._embed([img])[0]
-        scores, ids = self.ann.search(vec[None, :], k + 1)
+        scores, ids = self.ann.search(vec[None, :], 2 * k + 10)
         skip = {fid} if fid is not None else set()
-        return self._results(scores[0], ids[0], skip)[:k]
+        own = self.store.hashes([fid]).get(fid) if fid is not None else None
+        return self._results(scores[0], ids[0], skip, {own} if own else set())[:k]
 
     def describe(self, image: Any, captions: list[str], k: int = 5) -> list[tuple[str, float]]:
         """Rank a pool of captions for one image (image annotation, Hodosh style)."""
@@ -546,3 +604,27 @@ def _resolve_captions(captions: dict[str, list[str]], root: Path) -> dict[str, l
         # the same spelling as the folder walk (absolute, symlinks kept), so linked files match
         out.setdefault(os.path.abspath(p), []).extend(texts if isinstance(texts, list) else [texts])
     return out
+
+
+@contextmanager
+def _writer_lock(db_path: Path) -> Iterator[None]:
+    """An exclusive lock on ``<db>.lock`` for the time of a write (indexing, forget, prune);
+    a second writer fails at once instead of embedding everything again beside the first."""
+    import fcntl
+
+    lock_path = Path(str(db_path) + ".lock")
+    try:
+        handle = open(lock_path, "a+")
+    except OSError:  # a read-only folder: no other writer can work there either
+        yield
+        return
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise XmodalError(f"another 'xmodal index' (or forget/prune) is updating {db_path}; "
+                              "wait for it to finish and run this again") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -191,6 +191,23 @@ class Store:
         ).fetchall()
         return np.array([r[0] for r in rows], dtype=np.int64)
 
+    def hashes(self, ids: Iterable[int]) -> dict[int, str | None]:
+        ids = [int(i) for i in ids]
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        return dict(self.conn.execute(f"SELECT id, sha1 FROM files WHERE id IN ({marks})", ids))
+
+    def copies(self, sha1: str) -> list[str]:
+        """Paths of every searchable file with this content hash, sorted."""
+        rows = self.conn.execute(
+            "SELECT f.path FROM files f JOIN vectors v ON v.file_id = f.id WHERE f.sha1 = ? "
+            "ORDER BY f.path", (sha1,))
+        return [r[0] for r in rows]
+
+    def all_paths(self) -> list[tuple[int, str]]:
+        return self.conn.execute("SELECT id, path FROM files ORDER BY id").fetchall()
+
     def file_id(self, path: str) -> int | None:
         row = self.conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
         return None if row is None else row[0]
