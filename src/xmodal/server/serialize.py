@@ -39,6 +39,9 @@ def hit_json(hit: Any, rank: int) -> dict[str, Any]:
     caption = _field(hit, "caption") if not isinstance(hit, (tuple, list)) else None
     if caption:
         out["caption"] = str(caption)
+    duplicates = getattr(hit, "duplicates", None)
+    if duplicates:  # the same photo elsewhere in the collection
+        out["duplicates"] = [str(d) for d in duplicates]
     q = quote(item_id, safe="")
     out["thumbnail"] = f"/api/thumbnail?id={q}&size=small"
     out["preview"] = f"/api/thumbnail?id={q}&size=large"
