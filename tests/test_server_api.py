@@ -468,3 +468,48 @@ def test_truncated_jpeg_refused_even_if_pillow_is_relaxed(client, monkeypatch):
     response = client.post("/api/describe", files={"image": ("t.jpg", _truncated_jpeg())})
     assert "truncated" in assert_error(response, 400)
     assert_still_serving(client)
+
+
+def test_a_slow_describe_does_not_stall_searches(tmp_path, built, reports_dir):
+    """A describe against a large uploaded caption file runs off the library thread: a search
+    sent while it works answers at once (issue: 31.7 s behind a 5,000-line describe)."""
+    import threading
+    import time
+
+    import httpx
+    from live_server import live_server
+    from test_server_fakes import FakeModel
+
+    from xmodal.server import create_app
+
+    class SlowModel(FakeModel):
+        def embed_texts(self, texts):
+            if len(texts) > 100:
+                time.sleep(3.0)  # a long caption pool
+            return super().embed_texts(texts)
+
+    db, parts = built
+    app = create_app(db, reports_dir=reports_dir, thumbnail_dir=tmp_path / "thumbs",
+                     model=SlowModel(), tagger=parts["tagger"])
+    photo = png_bytes(Image.new("RGB", (16, 16), (200, 10, 10)))
+    pool = "\n".join(f"caption number {n}" for n in range(500)).encode()
+    with live_server(app) as url:
+        httpx.get(url + "/api/search", params={"q": "warm"}, timeout=30)
+        done = {}
+
+        def describe():
+            r = httpx.post(url + "/api/describe", files={"image": ("p.png", photo),
+                                                         "captions": ("c.txt", pool)},
+                           timeout=60)
+            done["describe"] = (r.status_code, time.monotonic())
+
+        t = threading.Thread(target=describe)
+        t.start()
+        time.sleep(0.5)  # the describe is now embedding its pool
+        t0 = time.monotonic()
+        r = httpx.get(url + "/api/search", params={"q": "a red car"}, timeout=30)
+        searched = time.monotonic()
+        t.join()
+    assert r.status_code == 200 and r.json()["results"]
+    assert searched - t0 < 1.5, searched - t0
+    assert done["describe"][0] == 200 and done["describe"][1] > searched

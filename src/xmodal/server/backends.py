@@ -48,11 +48,20 @@ class Backends:
         self._tagger_error: str | None = None
         self._caption_cache: tuple[str, Any] | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xmodal-lib")
+        # long model-only work (describe against an uploaded caption file) runs here, so that
+        # searches on the library thread are never queued behind it
+        self._heavy = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xmodal-heavy")
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on the library thread without blocking the event loop."""
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(self._executor, self._call, fn, args)
+
+    async def run_heavy(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run long model-only work (no index, no SQLite) on its own thread. Call
+        ``await run(model)`` first so the model is resolved on the library thread."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._heavy, self._call, fn, args)
 
     def _call(self, fn: Callable[..., T], args: tuple) -> T:
         try:
@@ -63,6 +72,7 @@ class Backends:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._heavy.shutdown(wait=False, cancel_futures=True)
 
     def warm_up(self) -> str:
         """Load the index, the model, the text tower and the FAISS index now (on the library

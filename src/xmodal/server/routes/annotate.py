@@ -43,7 +43,11 @@ async def describe(
         # the same ranking as `xmodal describe` (xmodal.describe.rank_pool)
         return pool, ids, texts, rank_pool(lib.embed_images([picture])[0], text_vecs, limit)
 
-    pool, ids, texts, ranked = await lib.run(work)
+    if uploaded is not None:  # model-only: off the library thread, searches go on meanwhile
+        await lib.run(lib.model)
+        pool, ids, texts, ranked = await lib.run_heavy(work)
+    else:
+        pool, ids, texts, ranked = await lib.run(work)
     return {
         "pool": pool,
         "pool_size": len(texts),
