@@ -46,7 +46,8 @@ def index_command(
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
     captions: Path | None = typer.Option(
-        None, "--captions", help="Optional CSV/JSONL file of (image, caption) to store."
+        None, "--captions", help="Optional caption file to store: CSV (image,caption), TSV "
+        "(image<TAB>caption) or JSONL; image names relative to the folder."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the update statistics as JSON."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
@@ -64,10 +65,17 @@ def index_command(
     from xmodal.data.folder import read_captions
 
     if not folder.expanduser().is_dir():
+        from xmodal.index import default_db_path
+
+        if (db or default_db_path()).exists():  # says how to forget a folder indexed before
+            _open(db, model).update(folder)
         raise XmodalError(f"not a folder: {folder}")
     caps = read_captions(captions) if captions is not None else None
     index = _open(db, model, create=True)
     stats = index.update(folder, captions=caps, progress=not quiet)
+    if stats.captions_unmatched:
+        console.print(f"[yellow]warning:[/] {stats.captions_unmatched} image name(s) in "
+                      f"{captions} match no photo under {folder}; their captions were not stored")
     if as_json:
         typer.echo(json.dumps(stats.to_dict(), indent=2))
         return
@@ -133,7 +141,7 @@ def similar_command(
 def describe_command(
     image: Path = typer.Argument(..., help="The image to describe."),
     captions: Path = typer.Option(
-        ..., "--captions", help="Pool of captions: a text file (one per line), CSV or JSONL."
+        ..., "--captions", help="Pool of captions: one per line, id<TAB>caption, CSV or JSONL."
     ),
     k: int = typer.Option(5, "-k", "--top", help="Number of captions."),
     model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
@@ -168,17 +176,9 @@ def describe_command(
 
 
 def _caption_pool(path: Path) -> list[str]:
-    if not path.is_file():
-        raise XmodalError(f"captions file not found: {path}")
-    if path.suffix.lower() in (".csv", ".jsonl", ".ndjson", ".json"):
-        from xmodal.data.folder import read_captions
+    from xmodal.data.caption_files import read_caption_pool
 
-        return [c for caps in read_captions(path).values() for c in caps]
-    lines = [line.strip() for line in path.read_text(encoding="utf-8").splitlines()]
-    pool = [line for line in lines if line]
-    if not pool:
-        raise XmodalError(f"{path}: no captions in the file")
-    return pool
+    return read_caption_pool(path)[1]
 
 
 @app.command("photos")

@@ -47,49 +47,11 @@ class ImageFolder:
 
 
 def read_captions(path: str | os.PathLike) -> dict[str, list[str]]:
-    """Captions from a CSV (header with ``image`` and ``caption`` columns, or two columns) or a
-    JSONL file (objects with ``image`` and ``caption``). Errors name the file and line."""
-    path = Path(path)
-    if not path.is_file():
-        raise XmodalError(f"captions file not found: {path}")
-    out: dict[str, list[str]] = {}
+    """``image -> [captions]`` from a CSV, TSV or JSONL caption file (the one reader,
+    :func:`xmodal.data.caption_files.read_caption_pairs`; errors name the file and line)."""
+    from xmodal.data.caption_files import read_caption_pairs
 
-    def add(image: object, caption: object, lineno: int) -> None:
-        if not isinstance(image, str) or not image.strip():
-            raise XmodalError(f"{path}:{lineno}: missing image name")
-        if not isinstance(caption, str) or not caption.strip():
-            raise XmodalError(f"{path}:{lineno}: missing caption")
-        out.setdefault(image.strip(), []).append(caption.strip())
-
-    if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise XmodalError(f"{path}:{lineno}: invalid JSON ({exc.msg})") from None
-                if not isinstance(obj, dict):
-                    raise XmodalError(f"{path}:{lineno}: expected an object with image and caption")
-                add(obj.get("image"), obj.get("caption"), lineno)
-        return out
-    with open(path, encoding="utf-8", newline="") as f:
-        rows = list(csv.reader(f))
-    if not rows:
-        return out
-    header = [c.strip().lower() for c in rows[0]]
-    if "image" in header and "caption" in header:
-        ii, ci, body, first = header.index("image"), header.index("caption"), rows[1:], 2
-    else:
-        ii, ci, body, first = 0, 1, rows, 1
-    for lineno, row in enumerate(body, start=first):
-        if not any(c.strip() for c in row):
-            continue
-        if len(row) <= max(ii, ci):
-            raise XmodalError(f"{path}:{lineno}: expected image and caption columns")
-        add(row[ii], row[ci], lineno)
-    return out
+    return read_caption_pairs(path)
 
 
 def load_image_folder(

@@ -112,6 +112,7 @@ class UpdateStats:
     deleted: int = 0
     skipped: int = 0
     skip_reasons: dict[str, int] = field(default_factory=dict)
+    captions_unmatched: int = 0  # caption-file image names that match no indexed photo
     elapsed_s: float = 0.0  # the whole update, model loading included
     embed_s: float = 0.0  # reading, decoding, embedding and writing the new and changed images
 
@@ -275,6 +276,8 @@ class PhotoIndex:
                     fid = self.store.file_id(path)
                     if fid is not None:
                         self.store.set_captions(conn, fid, texts)
+                    else:
+                        stats.captions_unmatched += 1
         self.ann.rebuild()
         stats.elapsed_s = time.perf_counter() - t0
         return stats

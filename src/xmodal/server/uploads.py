@@ -18,6 +18,7 @@ from PIL import Image, ImageFile, UnidentifiedImageError
 from starlette.concurrency import run_in_threadpool
 
 from xmodal.data.image_files import open_image
+from xmodal.errors import XmodalError
 from xmodal.server.errors import ApiError
 from xmodal.server.limits import ServerLimits
 
@@ -91,27 +92,16 @@ async def read_image(
 
 
 def parse_captions(data: bytes, limits: ServerLimits) -> tuple[list[str], list[str]]:
-    """Caption ids and texts from a caption file: ``caption`` or ``id<TAB>caption`` per line."""
+    """Caption ids and texts from an uploaded caption file, read like every caption file
+    (:func:`xmodal.data.caption_files.read_caption_pool`: one caption per line,
+    ``id<TAB>caption``, CSV or JSONL)."""
+    from xmodal.data.caption_files import read_caption_pool
+
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        raise ApiError(415, "the caption file must be UTF-8 text, one caption per line") from None
-    ids: list[str] = []
-    texts: list[str] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        line = line.strip()
-        if not line:
-            continue
-        if "\t" in line:
-            cid, caption = line.split("\t", 1)
-            cid, caption = cid.strip(), caption.strip()
-        else:
-            cid, caption = f"line {number}", line
-        if caption:
-            ids.append(cid)
-            texts.append(caption)
-    if not texts:
-        raise ApiError(400, "the caption file has no captions (one caption per line)")
+        ids, texts = read_caption_pool(data, name="the caption file")
+    except XmodalError as exc:
+        status = 415 if "not UTF-8" in str(exc) else 400
+        raise ApiError(status, str(exc)) from None
     if len(texts) > limits.max_captions:
         raise ApiError(
             413, f"the caption file has {len(texts):,} captions: the limit is {limits.max_captions:,}"
