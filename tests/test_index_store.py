@@ -373,7 +373,7 @@ def test_large_collections_switch_to_a_saved_hnsw_graph(tmp_path, monkeypatch):
 def test_forget_prune_roots_lock_and_duplicates(photos, tmp_path):
     import shutil
 
-    from xmodal.index.photo_index import _writer_lock  # noqa: F401 - the lock under test
+    from xmodal.index.photo_index import writer_lock
 
     index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
     index.update(photos, progress=False)
@@ -391,7 +391,7 @@ def test_forget_prune_roots_lock_and_duplicates(photos, tmp_path):
         ["same_bytes.jpg"] if Path(first.path).name == "red.jpg" else ["red.jpg"])
     assert len(hits) == 3  # the page is still full
     # a second writer fails at once with a clear error
-    with _writer_lock(index.db_path):
+    with writer_lock(index.db_path):
         with pytest.raises(XmodalError, match="another 'xmodal index'"):
             index.update(other, progress=False)
     # a deleted folder: the indexer says how to forget it; forget removes its photos

@@ -264,6 +264,11 @@ def test_thumbnails_are_generated_once(client, app, tmp_path):
     outside = tmp_path / "not_indexed.png"  # a real image the index does not hold
     Image.new("RGB", (4, 4)).save(outside)
     assert_error(client.get("/api/thumbnail", params={"id": str(outside)}), 404)
+    # an indexed file swapped for a huge image: refused from its header, never decoded
+    Path(photo(tmp_path, "3_yellow.png")).write_bytes(png_claiming(20000, 20000))
+    message = assert_error(client.get("/api/thumbnail", params={"id": photo(tmp_path,
+                                                                            "3_yellow.png")}), 422)
+    assert "too large" in message
 
 
 # -- describe and tag -----------------------------------------------------------------------------

@@ -201,7 +201,7 @@ class PhotoIndex:
             hint = (f"; it was indexed before: 'xmodal forget {root}' removes its photos"
                     if known else "")
             raise XmodalError(f"not a folder: {root}{hint}")
-        with _writer_lock(self.db_path):
+        with writer_lock(self.db_path):
             return self._update(root, captions, progress, on_batch)
 
     def _update(self, root: Path, captions, progress: bool, on_batch) -> UpdateStats:
@@ -353,7 +353,7 @@ class PhotoIndex:
         if not len(ids) and root not in roots:
             raise XmodalError(f"nothing under {root} is indexed (indexed folders: "
                               f"{', '.join(roots) or 'none'})")
-        with _writer_lock(self.db_path), self.store.transaction() as conn:
+        with writer_lock(self.db_path), self.store.transaction() as conn:
             n = self.store.delete_files(conn, ids.tolist())
             self.store.set_meta(conn, "roots", json.dumps([r for r in roots if r != root]))
         self.ann.rebuild()
@@ -363,7 +363,7 @@ class PhotoIndex:
         """Remove the records of files that no longer exist; returns how many."""
         gone = [i for i, path in self.store.all_paths() if not os.path.lexists(path)]
         if gone:
-            with _writer_lock(self.db_path), self.store.transaction() as conn:
+            with writer_lock(self.db_path), self.store.transaction() as conn:
                 self.store.delete_files(conn, gone)
             self.ann.rebuild()
         return len(gone)
@@ -610,7 +610,7 @@ def _resolve_captions(captions: dict[str, list[str]], root: Path) -> dict[str, l
 
 
 @contextmanager
-def _writer_lock(db_path: Path) -> Iterator[None]:
+def writer_lock(db_path: Path) -> Iterator[None]:
     """An exclusive lock on ``<db>.lock`` for the time of a write (indexing, forget, prune);
     a second writer fails at once instead of embedding everything again beside the first."""
     import fcntl

@@ -85,6 +85,17 @@ def read_bytes(path: str) -> tuple[bytes | None, str | None]:
     return data, None
 
 
+def too_large(im: Image.Image) -> str | None:
+    """Why an opened (not yet decoded) image is too large to decode, or None. JPEGs decode at
+    down to 1/8 scale, so their limit is higher. Used wherever xmodal decodes an image file."""
+    w, h = im.size
+    limit = JPEG_MAX_PIXELS if im.format == "JPEG" else MAX_PIXELS
+    if w * h > limit:
+        return (f"image too large ({w}x{h} pixels; the limit is {limit / 1e6:,.0f} million for "
+                f"{im.format or 'this format'})")
+    return None
+
+
 def load_checked(
     path: str, data: bytes | None = None
 ) -> tuple[Image.Image | None, str | None]:
@@ -107,17 +118,16 @@ def load_checked(
             # our own limits below replace Pillow's pixel warning (which would refuse big JPEGs)
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with open_image(data) as im:
-                w, h = im.size
-                limit = JPEG_MAX_PIXELS if im.format == "JPEG" else MAX_PIXELS
-                if w * h > limit:
-                    return None, (f"image too large ({w}x{h} pixels; the limit is "
-                                  f"{limit / 1e6:,.0f} million for {im.format or 'this format'})")
+                reason = too_large(im)
+                if reason:
+                    return None, reason
+                size = im.size  # before draft mode shrinks it
                 if im.format == "JPEG":
                     im.draft("RGB", (MAX_SIDE, MAX_SIDE))  # decode at a reduced scale: fast
                 im.load()
                 out = ImageOps.exif_transpose(im).convert("RGB")
                 out.thumbnail((MAX_SIDE, MAX_SIDE), Image.BILINEAR)
-                out.info["original_size"] = (w, h)
+                out.info["original_size"] = size
                 return out, None
     except UnidentifiedImageError:
         return None, "not a readable image"

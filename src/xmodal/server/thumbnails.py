@@ -12,9 +12,10 @@ import os
 import threading
 from pathlib import Path
 
-from PIL import ImageOps
+from PIL import Image, ImageOps
 
 from xmodal.data.image_files import open_image
+from xmodal.index.scan import too_large
 
 THUMBNAIL_SIZES = {"small": 256, "large": 768}
 
@@ -53,7 +54,16 @@ class ThumbnailCache:
 
     def _make(self, source: Path, target: Path, pixels: int) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._write(source, target, pixels)
+        except Image.DecompressionBombError as exc:  # Pillow's own refusal, on open
+            raise OSError(f"image too large ({exc})") from None
+
+    def _write(self, source: Path, target: Path, pixels: int) -> None:
         with open_image(source) as image:  # indexed JPEGs may exceed Pillow's pixel limit
+            reason = too_large(image)  # the file may have been swapped since it was indexed
+            if reason:
+                raise OSError(reason)
             image.draft("RGB", (pixels, pixels))  # JPEG: decode at reduced scale, much faster
             image = ImageOps.exif_transpose(image)
             image.thumbnail((pixels, pixels))

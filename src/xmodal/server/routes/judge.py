@@ -14,6 +14,7 @@ from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Header, Query, Request
 from fastapi.responses import Response
+from PIL import Image
 from starlette.concurrency import run_in_threadpool
 
 from xmodal.errors import XmodalError
@@ -151,12 +152,14 @@ async def submit(assignment_id: int, request: Request, body: dict[str, Any] = Bo
 
 def _image_bytes(path: str) -> bytes:
     from xmodal.data.image_files import open_image
+    from xmodal.index.scan import too_large
 
     with open_image(path) as img:
         if img.format == "JPEG":
             img.draft("RGB", (IMAGE_SIDE, IMAGE_SIDE))
-        if img.width * img.height > 100_000_000:
-            raise XmodalError(f"{img.width}x{img.height} pixels is too large to show")
+        reason = too_large(img)
+        if reason:
+            raise XmodalError(reason)
         img = img.convert("RGB")
         img.thumbnail((IMAGE_SIDE, IMAGE_SIDE))
         buf = io.BytesIO()
@@ -175,7 +178,7 @@ async def pair_image(pair_id: int, request: Request,
         raise ApiError(404, f"pair {pair_id} has no image file in this campaign")
     try:
         data = await run_in_threadpool(_image_bytes, rows[0][0])
-    except (OSError, XmodalError) as exc:
+    except (OSError, XmodalError, Image.DecompressionBombError) as exc:
         raise ApiError(404, f"the image of pair {pair_id} cannot be read ({exc})") from None
     return Response(data, media_type="image/jpeg",
                     headers={"Cache-Control": "private, max-age=3600"})
