@@ -84,3 +84,38 @@ def test_index_warns_about_captions_that_match_no_photo(tmp_path):
     assert "1 image name(s)" in out and "match no photo" in out
     stored = PhotoIndex(tmp_path / "db.sqlite", create=False).captions()
     assert [text for _, text in stored] == ["a red square, bright"]
+
+
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_field = st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp"),
+                               blacklist_characters="\t\r\n\x1c\x1d\x1e\x85"), min_size=1,
+                 max_size=30).filter(lambda t: t.strip() == t and t.strip())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(_field, _field), min_size=1, max_size=8))
+def test_every_format_round_trips(pairs):
+    """Any (image, caption) list written as TSV, CSV or JSONL reads back the same."""
+    import csv
+    import io
+    import json
+
+    expected: dict[str, list[str]] = {}
+    for image, caption in pairs:
+        expected.setdefault(image, []).append(caption)
+    tsv = "".join(f"{i}\t{c}\n" for i, c in pairs)
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(["image", "caption"])
+    writer.writerows(pairs)
+    jsonl = "".join(json.dumps({"image": i, "caption": c}) + "\n" for i, c in pairs)
+    assert read_caption_pairs(tsv.encode()) == expected
+    assert read_caption_pairs(buf.getvalue().encode()) == expected
+    assert read_caption_pairs(jsonl.encode()) == expected
+
+
+def test_a_brace_at_the_start_is_not_taken_for_json():
+    assert read_caption_pairs(b"{odd}.jpg\ta caption\n") == {"{odd}.jpg": ["a caption"]}

@@ -2,7 +2,7 @@
 
 The format is sniffed from the content, not the file name:
 
-- **JSONL**: the first non-empty line starts with ``{``; objects with ``image`` and ``caption``
+- **JSONL**: the first non-empty line is a JSON object; objects with ``image`` and ``caption``
   (a pool may give ``caption`` alone, with an optional ``id``);
 - **TSV**: a tab on any of the first lines; ``image<TAB>caption`` per line (the first tab
   splits, so captions may hold commas and further tabs);
@@ -46,7 +46,11 @@ def sniff(text: str) -> str:
     if not lines:
         return "lines"
     if lines[0].lstrip().startswith("{"):
-        return "jsonl"
+        try:
+            if isinstance(json.loads(lines[0]), dict):
+                return "jsonl"
+        except json.JSONDecodeError:
+            pass  # e.g. an image name that starts with a brace
     if any("\t" in ln for ln in lines):
         return "tsv"
     header = [c.strip().lower() for c in next(csv.reader([lines[0]]))]

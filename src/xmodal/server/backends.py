@@ -47,21 +47,31 @@ class Backends:
         self._tagger = tagger
         self._tagger_error: str | None = None
         self._caption_cache: tuple[str, Any] | None = None
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xmodal-lib")
-        # long model-only work (describe against an uploaded caption file) runs here, so that
-        # searches on the library thread are never queued behind it
-        self._heavy = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xmodal-heavy")
+        # created on first use (and again after close(): an app may see several lifespans)
+        self._executor: ThreadPoolExecutor | None = None
+        # long model-only work (describe against an uploaded caption file) runs on its own
+        # thread, so that searches on the library thread are never queued behind it
+        self._heavy: ThreadPoolExecutor | None = None
+
+    def _pool(self, heavy: bool = False) -> ThreadPoolExecutor:
+        if heavy:
+            if self._heavy is None:
+                self._heavy = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xmodal-heavy")
+            return self._heavy
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xmodal-lib")
+        return self._executor
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         """Run ``fn(*args)`` on the library thread without blocking the event loop."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, self._call, fn, args)
+        return await loop.run_in_executor(self._pool(), self._call, fn, args)
 
     async def run_heavy(self, fn: Callable[..., T], *args: Any) -> T:
         """Run long model-only work (no index, no SQLite) on its own thread. Call
         ``await run(model)`` first so the model is resolved on the library thread."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._heavy, self._call, fn, args)
+        return await loop.run_in_executor(self._pool(heavy=True), self._call, fn, args)
 
     def _call(self, fn: Callable[..., T], args: tuple) -> T:
         try:
@@ -71,8 +81,10 @@ class Backends:
                 _limit_threads(self.threads, self._threads_set)
 
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
-        self._heavy.shutdown(wait=False, cancel_futures=True)
+        for pool in (self._executor, self._heavy):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self._executor = self._heavy = None
 
     def warm_up(self) -> str:
         """Load the index, the model, the text tower and the FAISS index now (on the library
