@@ -131,24 +131,27 @@ def start_server(db: Path, model_spec: str) -> tuple[subprocess.Popen, str]:
 
 
 def run_load(url: str, clients: int, max_requests: int, max_seconds: float, seed: int,
-             unique: bool = False) -> dict:
-    """``clients`` threads issue searches until ``max_requests`` in total or ``max_seconds``.
-    With ``unique`` every query text differs (a number appended), so no text-embedding cache hits."""
+             unique: bool = False, stop=None) -> dict:
+    """``clients`` threads issue searches until ``max_requests`` in total or ``max_seconds``
+    (or until ``stop()`` is true). With ``unique`` every query text differs (a number
+    appended), so no text-embedding cache hits. Errors whose body is not JSON are counted
+    apart (``errors_non_json``)."""
     import httpx
 
     rng = np.random.default_rng(seed)
     queries = [" ".join(rng.choice(WORDS, size=int(rng.integers(3, 9)))) for _ in range(1000)]
     latencies: list[float] = []
     errors = 0
+    non_json = 0
     lock = threading.Lock()
     issued = 0
     t_end = time.monotonic() + max_seconds
 
     def client(cid: int) -> None:
-        nonlocal issued, errors
+        nonlocal issued, errors, non_json
         with httpx.Client(base_url=url, timeout=30) as http:
             n = cid
-            while time.monotonic() < t_end:
+            while time.monotonic() < t_end and not (stop is not None and stop()):
                 with lock:
                     if issued >= max_requests:
                         return
@@ -156,10 +159,13 @@ def run_load(url: str, clients: int, max_requests: int, max_seconds: float, seed
                 q = queries[n % len(queries)] + (f" {seed}-{n}" if unique else "")
                 n += clients
                 t0 = time.perf_counter()
+                bad_body = False
                 try:
                     r = http.get("/api/search", params={"q": q, "limit": 24})
                     ok = r.status_code == 200 and len(r.json()["results"]) == 24
-                except httpx.HTTPError:
+                    bad_body = not r.headers.get("content-type", "").startswith(
+                        "application/json")
+                except (httpx.HTTPError, ValueError):
                     ok = False
                 dt = time.perf_counter() - t0
                 with lock:
@@ -167,6 +173,7 @@ def run_load(url: str, clients: int, max_requests: int, max_seconds: float, seed
                         latencies.append(dt)
                     else:
                         errors += 1
+                        non_json += bad_body
 
     t0 = time.perf_counter()
     threads = [threading.Thread(target=client, args=(c,)) for c in range(clients)]
@@ -180,6 +187,7 @@ def run_load(url: str, clients: int, max_requests: int, max_seconds: float, seed
         "clients": clients,
         "requests_ok": int(ms.size),
         "errors": errors,
+        "errors_non_json": non_json,
         "wall_s": round(wall, 2),
         "throughput_rps": round(ms.size / wall, 1),
         "latency_ms": {

@@ -518,3 +518,37 @@ def test_a_slow_describe_does_not_stall_searches(tmp_path, built, reports_dir):
     assert r.status_code == 200 and r.json()["results"]
     assert searched - t0 < 1.5, searched - t0
     assert done["describe"][0] == 200 and done["describe"][1] > searched
+
+
+def test_requests_beyond_the_limit_get_a_json_503():
+    import asyncio
+
+    import httpx
+
+    from xmodal.server.body_limit import ConcurrencyLimit
+
+    gate = asyncio.Event()
+
+    async def slow_app(scope, receive, send):
+        await gate.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    limited = ConcurrencyLimit(slow_app, max_requests=2)
+
+    async def scenario():
+        transport = httpx.ASGITransport(app=limited)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as c:
+            first = [asyncio.create_task(c.get("/")) for _ in range(2)]
+            await asyncio.sleep(0.05)
+            busy = await c.get("/")
+            gate.set()
+            done = await asyncio.gather(*first)
+            after = await c.get("/")
+        return busy, done, after
+
+    busy, done, after = asyncio.run(scenario())
+    assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+    assert busy.json()["error"]["status"] == 503
+    assert [r.status_code for r in done] == [200, 200] and after.status_code == 200
+    assert limited.in_flight == 0

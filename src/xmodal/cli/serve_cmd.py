@@ -90,6 +90,8 @@ def serve(
     if campaign is not None:
         console.print(f"judging: http://{host}:{port}/judge?token=TOKEN  ·  review: "
                       f"http://{host}:{port}/review?token=REVIEWER_TOKEN")
-    # Bounded: beyond 64 open connections uvicorn answers 503 instead of queueing without end.
-    uvicorn.run(web, host=host, port=port, log_level=log_level, limit_concurrency=64,
-                timeout_keep_alive=5)
+    # Requests beyond 64 in progress get a JSON 503 from the app (ConcurrencyLimit); uvicorn's
+    # own limit counts open sockets, including ones that never finish their header, so it is
+    # set high enough that a handful of slow clients cannot lock everyone out.
+    uvicorn.run(web, host=host, port=port, log_level=log_level, limit_concurrency=1024,
+                timeout_keep_alive=5, h11_max_incomplete_event_size=16 * 1024)

@@ -380,6 +380,7 @@ class PhotoIndex:
         """Hits in score order; copies of one photo (same SHA-1) collapse into the first."""
         valid = [int(i) for i in ids if i >= 0]
         paths, hashes = self.store.paths(valid), self.store.hashes(valid)
+        copies = self.store.copies(h for h in hashes.values() if h)
         out, seen = [], set(skip_hashes)
         for s, i in zip(scores, ids):
             i = int(i)
@@ -391,7 +392,7 @@ class PhotoIndex:
             others = []
             if sha1 is not None:
                 seen.add(sha1)
-                others = [p for p in self.store.copies(sha1) if p != paths[i]]
+                others = [p for p in copies.get(sha1, []) if p != paths[i]]
             out.append(SearchResult(paths[i], float(s), others))
         return out
 

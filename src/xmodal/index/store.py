@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS vectors (
     model TEXT NOT NULL,
     vec BLOB NOT NULL
 );
+CREATE INDEX IF NOT EXISTS files_sha1 ON files(sha1);
 CREATE TABLE IF NOT EXISTS captions (
     id INTEGER PRIMARY KEY,
     file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
@@ -198,12 +199,18 @@ class Store:
         marks = ",".join("?" * len(ids))
         return dict(self.conn.execute(f"SELECT id, sha1 FROM files WHERE id IN ({marks})", ids))
 
-    def copies(self, sha1: str) -> list[str]:
-        """Paths of every searchable file with this content hash, sorted."""
-        rows = self.conn.execute(
-            "SELECT f.path FROM files f JOIN vectors v ON v.file_id = f.id WHERE f.sha1 = ? "
-            "ORDER BY f.path", (sha1,))
-        return [r[0] for r in rows]
+    def copies(self, hashes: Iterable[str]) -> dict[str, list[str]]:
+        """Paths of the searchable files with each content hash, sorted (one indexed query)."""
+        hashes = sorted(set(hashes))
+        if not hashes:
+            return {}
+        marks = ",".join("?" * len(hashes))
+        out: dict[str, list[str]] = {}
+        for sha1, path in self.conn.execute(
+                f"SELECT f.sha1, f.path FROM files f JOIN vectors v ON v.file_id = f.id "
+                f"WHERE f.sha1 IN ({marks}) ORDER BY f.path", hashes):
+            out.setdefault(sha1, []).append(path)
+        return out
 
     def all_paths(self) -> list[tuple[int, str]]:
         return self.conn.execute("SELECT id, path FROM files ORDER BY id").fetchall()

@@ -16,7 +16,7 @@ from fastapi.staticfiles import StaticFiles
 from xmodal import __version__
 from xmodal.paths import cache_dir
 from xmodal.server.backends import Backends
-from xmodal.server.body_limit import BodySizeLimit
+from xmodal.server.body_limit import BodySizeLimit, ConcurrencyLimit
 from xmodal.server.errors import install_error_handlers
 from xmodal.server.limits import ServerLimits
 from xmodal.server.reports import ReportStore
@@ -122,6 +122,7 @@ def create_app(
     app.state.campaign = judge.CampaignHandle(campaign) if campaign is not None else None
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=state.limits.max_body_bytes)
+    app.add_middleware(ConcurrencyLimit, max_requests=state.limits.max_concurrent_requests)
     app.add_middleware(AccessGuard, allowed_hosts=allowed_hosts, token=access_token)
     for module in (search, annotate, meta, reports, judge):
         app.include_router(module.router)

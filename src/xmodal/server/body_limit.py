@@ -41,3 +41,31 @@ class BodySizeLimit:
             return msg
 
         await self.app(scope, limited_receive, send)
+
+
+class ConcurrencyLimit:
+    """Answer a JSON 503 (``Retry-After: 1``) while ``max_requests`` requests are in progress.
+
+    Counted per request, after its header arrived: uvicorn's own connection limit answers in
+    plain text and counts sockets that never finish their header; ``xmodal serve`` sets that one
+    high and relies on this one."""
+
+    def __init__(self, app: ASGIApp, max_requests: int) -> None:
+        self.app = app
+        self.max_requests = max_requests
+        self.in_flight = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.in_flight >= self.max_requests:
+            response = error_response(503, "the server is busy; try again in a moment")
+            response.headers["Retry-After"] = "1"
+            await response(scope, receive, send)
+            return
+        self.in_flight += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight -= 1

@@ -18,6 +18,9 @@ class ServerLimits:
     max_caption_bytes / max_captions: bounds on an uploaded caption file.
     max_k: the largest page size or number of results one request may ask for.
     max_concurrent_decodes: uploads decoded at once (each may hold width x height x 3 bytes).
+    max_concurrent_requests: requests in progress at once; beyond it a JSON 503 with
+        Retry-After (connections that have not finished sending their headers do not count,
+        so slow-header sockets cannot lock others out).
     """
 
     max_body_bytes: int = 25 * 1024 * 1024
@@ -29,3 +32,4 @@ class ServerLimits:
     max_k: int = 200
     max_offset: int = 10_000
     max_concurrent_decodes: int = 2
+    max_concurrent_requests: int = 64
