@@ -204,6 +204,114 @@ def test_swagger_ui_works_offline(server, page):
     assert not errors
 
 
+
+def _png(root: Path, name: str, colour: str, size=(64, 64)) -> Path:
+    path = root / name
+    Image.new("RGB", size, COLOURS[colour]).save(path)
+    return path
+
+
+def _describe_after_search(server, page, image: Path, scroll_js: str = "") -> None:
+    """Search for "red", run ``scroll_js``, choose ``image``; wait for its captions and keywords."""
+    page.goto(server["url"] + "/?q=red")
+    page.wait_for_selector("#results .card")
+    if scroll_js:
+        page.evaluate(scroll_js)
+    page.set_input_files("#image-file", str(image))
+    page.wait_for_selector("#captions li")
+    page.wait_for_selector("#keywords li")
+
+
+def test_describe_reruns_when_either_input_changes(server, page):
+    """Image then caption file, a changed caption file, and caption file then image: every change
+    of either input describes again, with the caption file chosen at that moment."""
+    root = server["root"]
+    image = _png(root, "order-blue.png", "blue")
+    first = root / "order-captions-1.txt"
+    first.write_text("a red bus\nthe blue sea\ngreen hills\n")
+    second = root / "order-captions-2.txt"
+    second.write_text("a blue whale\nred wine\n")
+    requests = []
+
+    def count(request):
+        if request.url.endswith("/api/describe") and request.method == "POST":
+            requests.append(request.url)
+
+    status = "document.querySelector('#annotate-status').textContent.includes(%r)"
+    page.on("request", count)
+    try:
+        page.goto(server["url"] + "/")
+        page.set_input_files("#image-file", str(image))  # image first: the indexed collection
+        page.wait_for_function(status % "indexed collection")
+        assert len(requests) == 1
+        page.set_input_files("#caption-file", str(first))  # then captions: described again
+        page.wait_for_function(status % "uploaded caption file", timeout=5_000)
+        items = page.locator("#captions li").all_inner_texts()
+        assert len(items) == 3 and items[0].startswith("the blue sea")
+        assert len(requests) == 2
+        page.set_input_files("#caption-file", str(second))  # another caption file: again
+        page.wait_for_function("document.querySelectorAll('#captions li').length === 2")
+        assert page.locator("#captions li").first.inner_text().startswith("a blue whale")
+        assert "Ranked 2 captions" in page.inner_text("#annotate-status")
+        assert len(requests) == 3
+
+        page.goto(server["url"] + "/")  # captions first, then the image
+        page.set_input_files("#caption-file", str(first))
+        assert len(requests) == 3  # no image yet: nothing to describe
+        page.set_input_files("#image-file", str(image))
+        page.wait_for_function(status % "uploaded caption file")
+        items = page.locator("#captions li").all_inner_texts()
+        assert len(items) == 3 and items[0].startswith("the blue sea")
+        assert len(requests) == 4
+    finally:
+        page.remove_listener("request", count)
+
+
+def test_describe_results_are_scrolled_into_view(server, page):
+    """The drop zone at the bottom of the window (after a search): the captions and keywords that
+    arrive below it are brought into view, not left below the fold."""
+    page.set_viewport_size({"width": 1100, "height": 500})
+    try:
+        _describe_after_search(server, page, _png(server["root"], "view.png", "green", (1600, 1200)),
+                               "document.getElementById('dropzone').scrollIntoView({block: 'end'})")
+        page.wait_for_function(
+            """() => {
+                const r = document.getElementById('annotation').getBoundingClientRect();
+                const k = document.getElementById('keywords').getBoundingClientRect();
+                return r.top >= 0 && r.top < innerHeight && k.top < innerHeight;
+            }""", timeout=5_000)
+        zone = page.locator("#dropzone").bounding_box()
+        box = page.locator("#annotation").bounding_box()
+        assert 0 <= box["y"] - (zone["y"] + zone["height"]) < 500
+    finally:
+        page.set_viewport_size({"width": 1100, "height": 800})
+
+
+def test_search_page_fits_a_phone_screen(server, page):
+    """At 390 px wide nothing sticks out to the right: the search form wraps, the describe panel
+    stacks; with search results and a described image on the page."""
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        _describe_after_search(server, page, _png(server["root"], "phone.png", "red", (1200, 900)))
+        page.wait_for_function(
+            "(i => i.complete && i.naturalWidth > 0)(document.getElementById('upload-preview'))")
+        wide = page.evaluate(
+            """() => [...document.querySelectorAll('body *')].filter((e) => {
+                const r = e.getBoundingClientRect();
+                const style = getComputedStyle(e);
+                return r.width > 0 && r.height > 0 && style.visibility !== 'hidden'
+                    && r.right > innerWidth + 0.5;
+            }).map((e) => `${e.tagName}#${e.id}.${e.className}: ${Math.round(
+                e.getBoundingClientRect().right)}`)""")
+        assert wide == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        query = page.locator("#query").bounding_box()
+        assert query["width"] >= 200  # the sentence box keeps a usable width
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "web-390.png"), full_page=True)
+    finally:
+        page.set_viewport_size({"width": 1100, "height": 800})
+
 def docs_screenshot(out: Path) -> None:
     """Regenerate ``docs/web-search.png``: scikit-image's sample photos (the ``make demo`` set),
     indexed with the default model, searched for "a cat" in headless Chromium.

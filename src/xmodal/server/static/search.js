@@ -6,6 +6,9 @@ const PAGE = 24;
 let currentQuery = "";
 let currentFolder = "";  // optional: only photos inside this folder
 let nextOffset = 0;
+let describedImage = null;  // the last dropped or chosen image: described again when the caption file changes
+let describeRun = 0;  // only the latest describe run may fill in the panel
+let previewUrl = null;
 
 function baseName(id) { return id.split(/[\\/]/).pop(); }
 
@@ -60,13 +63,29 @@ async function openDetail(hit) {
 
 function closeDetail() { document.getElementById("detail").hidden = true; }
 
+// Bring the describe results into view: scroll just enough to show them whole (their top
+// never above the window's top), so that they appear next to the drop zone.
+function revealAnnotation(box) {
+  const margin = 12;
+  const r = box.getBoundingClientRect();
+  let dy = 0;
+  if (r.top < 0) dy = r.top - margin;
+  else if (r.bottom > window.innerHeight) dy = Math.min(r.bottom - window.innerHeight + margin, r.top - margin);
+  if (dy) window.scrollBy(0, dy);
+}
+
 async function annotate(file) {
+  const run = ++describeRun;
+  describedImage = file;
   const status = document.getElementById("annotate-status");
   const box = document.getElementById("annotation");
   const captionsList = document.getElementById("captions");
   const keywordsList = document.getElementById("keywords");
   status.textContent = "Describing " + file.name + "…";
-  document.getElementById("upload-preview").src = URL.createObjectURL(file);
+  const preview = document.getElementById("upload-preview");
+  if (previewUrl) URL.revokeObjectURL(previewUrl);
+  previewUrl = URL.createObjectURL(file);
+  preview.src = previewUrl;
   captionsList.replaceChildren();
   keywordsList.replaceChildren();
   box.hidden = false;
@@ -82,6 +101,7 @@ async function annotate(file) {
     api("/api/describe", { method: "POST", body: form }),
     api("/api/tag", { method: "POST", body: tagForm }),
   ]);
+  if (run !== describeRun) return;  // a newer image or caption file was chosen meanwhile
   if (described.status === "fulfilled") {
     const d = described.value;
     for (const c of d.captions) {
@@ -99,6 +119,8 @@ async function annotate(file) {
   } else {
     keywordsList.append(el("li", { class: "error" }, tagged.reason.message));
   }
+  try { await preview.decode(); } catch (e) { /* not an image: nothing to wait for */ }
+  if (run === describeRun) revealAnnotation(box);
 }
 
 function setup() {
@@ -115,6 +137,10 @@ function setup() {
 
   const input = document.getElementById("image-file");
   input.addEventListener("change", () => { if (input.files[0]) annotate(input.files[0]); });
+  // a caption file chosen (or changed, or cleared) after the image: describe that image again
+  document.getElementById("caption-file").addEventListener("change", () => {
+    if (describedImage) annotate(describedImage);
+  });
   const zone = document.getElementById("dropzone");
   zone.addEventListener("dragover", (e) => { e.preventDefault(); zone.classList.add("over"); });
   zone.addEventListener("dragleave", () => zone.classList.remove("over"));
