@@ -407,3 +407,24 @@ def test_forget_prune_roots_lock_and_duplicates(photos, tmp_path):
     assert all(Path(h.path).name != "green.png" for h in index.search("green", k=10))
     with pytest.raises(XmodalError, match="nothing under"):
         index.forget(tmp_path / "never-indexed")
+
+
+def test_a_jpeg_header_claiming_more_pixels_than_its_data_is_corrupt(tmp_path):
+    """A 640-px JPEG whose SOF header was edited to claim 30000 x 30000 is refused, not indexed
+    at 30000 x 30000; a real large JPEG of plain colour is still accepted."""
+    import io
+
+    root = tmp_path / "photos"
+    root.mkdir()
+    buf = io.BytesIO()
+    Image.new("RGB", (640, 480), (90, 140, 200)).save(buf, "JPEG")
+    data = bytearray(buf.getvalue())
+    sof = data.index(b"\xff\xc0")  # baseline frame header: length(2) precision(1) h(2) w(2)
+    data[sof + 5:sof + 9] = struct.pack(">HH", 30000, 30000)
+    (root / "doctored.jpg").write_bytes(bytes(data))
+    solid(root / "flat_big.jpg", (120, 120, 120), size=(4000, 3000))  # 12 MP of one colour
+    index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
+    stats = index.update(root, progress=False)
+    reasons = dict(index.skipped())
+    assert "header claims 30000x30000" in reasons[str(root / "doctored.jpg")]
+    assert stats.added == 1 and str(root / "flat_big.jpg") not in reasons

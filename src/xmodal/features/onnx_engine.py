@@ -102,17 +102,27 @@ def effnet_model_path() -> Path:
     return cache_dir() / "onnx" / name
 
 
+_THREAD = threading.local()
+
+
+def set_inference_threads(n: int | None) -> None:
+    """Run this thread's inferences on sessions with ``n`` intra-op threads (None: the default).
+    The server's background thread (long describes) uses one, so searches keep a core."""
+    _THREAD.threads = n
+
+
 def _session(path: Path, export) -> object:
-    """One ONNX Runtime session per model file and process; exports the file when missing and
-    re-exports it once when it cannot be loaded (a truncated or stale export)."""
-    key = str(path)
+    """One ONNX Runtime session per model file, thread count and process; exports the file when
+    missing and re-exports it once when it cannot be loaded (a truncated or stale export)."""
+    limit = getattr(_THREAD, "threads", None)
+    key = f"{path}|{limit}"
     with _LOCK:
         if key not in _SESSIONS:
             import onnxruntime as ort
 
             opts = ort.SessionOptions()
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            threads = os.environ.get("XMODAL_THREADS")
+            threads = limit or os.environ.get("XMODAL_THREADS")
             if threads:
                 opts.intra_op_num_threads = int(threads)
             opts.inter_op_num_threads = 1

@@ -16,6 +16,7 @@ MAX_PIXELS = 64_000_000  # refuse larger images (decompression bombs): 8000 x 80
 # JPEGs decode at down to 1/8 scale (draft mode), so a 1-gigapixel photo costs about 16 MP to
 # decode: big camera and phone photos (100-200 MP) are indexed, not refused as bombs
 JPEG_MAX_PIXELS = 1_000_000_000
+JPEG_MIN_BYTES_PER_KPIXEL = 1  # a JPEG holds at least this many bytes per 1,000 pixels
 MAX_BYTES = 200 * 1024 * 1024
 MAX_SIDE = 448  # images are shrunk to this before embedding (the encoders read 224 x 224)
 
@@ -122,6 +123,13 @@ def load_checked(
                 if reason:
                     return None, reason
                 size = im.size  # before draft mode shrinks it
+                if im.format == "JPEG" and len(data) * JPEG_MIN_BYTES_PER_KPIXEL < \
+                        size[0] * size[1] / 1000:
+                    # even a flat grey JPEG needs about 0.5 byte per 8x8 block (~8 bytes per
+                    # 1,000 pixels): a header that claims far more pixels than the data can
+                    # hold is a doctored or damaged file, not a huge photo
+                    return None, (f"corrupt image: the header claims {size[0]}x{size[1]} pixels "
+                                  f"but the file holds only {len(data):,} bytes")
                 if im.format == "JPEG":
                     im.draft("RGB", (MAX_SIDE, MAX_SIDE))  # decode at a reduced scale: fast
                 im.load()

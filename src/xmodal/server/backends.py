@@ -56,7 +56,8 @@ class Backends:
     def _pool(self, heavy: bool = False) -> ThreadPoolExecutor:
         if heavy:
             if self._heavy is None:
-                self._heavy = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xmodal-heavy")
+                self._heavy = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xmodal-heavy",
+                                                 initializer=_one_inference_thread)
             return self._heavy
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xmodal-lib")
@@ -185,6 +186,13 @@ class Backends:
         if self._caption_cache is None or self._caption_cache[0] != digest:
             self._caption_cache = (digest, self.embed_texts(texts))
         return ids, texts, self._caption_cache[1]
+
+
+def _one_inference_thread() -> None:
+    """Long describes run their encoders on one thread, leaving the other cores to searches."""
+    from xmodal.features.onnx_engine import set_inference_threads
+
+    set_inference_threads(1)
 
 
 def _limit_threads(threads: int | None, done: set[str]) -> None:
