@@ -180,9 +180,9 @@ class Campaign:
 
     # ----- meta and results -----------------------------------------------------------------
     def meta(self, key: str, default: Any = None) -> Any:
+        """A value stored with :meth:`set_meta` (JSON), or ``default``."""
         row = self.q("SELECT value FROM meta WHERE key = ?", (key,))
-        return json.loads(row[0][0]) if row and key != "schema_version" else (
-            row[0][0] if row else default)
+        return json.loads(row[0][0]) if row else default
 
     def set_meta(self, conn: sqlite3.Connection, key: str, value: Any) -> None:
         conn.execute("INSERT INTO meta VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = "

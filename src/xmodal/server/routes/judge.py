@@ -7,25 +7,21 @@ SQLite: each request runs in the thread pool on that thread's own connection.
 
 from __future__ import annotations
 
-import io
 import threading
 from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Header, Query, Request
-from fastapi.responses import Response
-from PIL import Image
+from fastapi.responses import FileResponse
 from starlette.concurrency import run_in_threadpool
 
 from xmodal.errors import XmodalError
 from xmodal.mitl.answers import ANSWERS
 from xmodal.mitl.store import Campaign, CampaignConflict, Worker
 from xmodal.server.errors import ApiError
+from xmodal.server.thumbnails import THUMBNAIL_SIZES
 
 router = APIRouter(prefix="/api/mitl", tags=["judging"])
-IMAGE_SIDE = 640
-
-
 class CampaignHandle:
     """Opens the campaign database once per thread."""
 
@@ -150,38 +146,23 @@ async def submit(assignment_id: int, request: Request, body: dict[str, Any] = Bo
     return {"assignment": assignment_id, "status": status}
 
 
-def _image_bytes(path: str) -> bytes:
-    from xmodal.data.image_files import open_image
-    from xmodal.index.scan import too_large
-
-    with open_image(path) as img:
-        if img.format == "JPEG":
-            img.draft("RGB", (IMAGE_SIDE, IMAGE_SIDE))
-        reason = too_large(img)
-        if reason:
-            raise XmodalError(reason)
-        img = img.convert("RGB")
-        img.thumbnail((IMAGE_SIDE, IMAGE_SIDE))
-        buf = io.BytesIO()
-        img.save(buf, "JPEG", quality=88)
-    return buf.getvalue()
-
-
 @router.get("/image/{pair_id}", summary="The image of a pair")
 async def pair_image(pair_id: int, request: Request,
-                     worker: Worker = Depends(current_worker)) -> Response:
+                     worker: Worker = Depends(current_worker)) -> FileResponse:
     h = _handle(request)
     rows = await _call(lambda: h.get().q(
         "SELECT i.path FROM pairs p JOIN images i ON i.id = p.image_id WHERE p.id = ?",
         (pair_id,)))
     if not rows or not rows[0][0]:
         raise ApiError(404, f"pair {pair_id} has no image file in this campaign")
+    # the server's thumbnail cache: same pixel limit, decoded once per file version
+    thumbnails = request.app.state.xmodal.thumbnails
     try:
-        data = await run_in_threadpool(_image_bytes, rows[0][0])
-    except (OSError, XmodalError, Image.DecompressionBombError) as exc:
+        thumb = await run_in_threadpool(thumbnails.get, Path(rows[0][0]), THUMBNAIL_SIZES["large"])
+    except OSError as exc:
         raise ApiError(404, f"the image of pair {pair_id} cannot be read ({exc})") from None
-    return Response(data, media_type="image/jpeg",
-                    headers={"Cache-Control": "private, max-age=3600"})
+    return FileResponse(thumb, media_type="image/jpeg",
+                        headers={"Cache-Control": "private, max-age=3600"})
 
 
 @router.get("/progress", summary="How far the campaign is")
