@@ -22,6 +22,7 @@ import numpy as np
 
 from xmodal.eval.positives import apply_positives
 from xmodal.eval.protocol_types import Protocol
+from xmodal.eval.stats import kendall
 from xmodal.mitl.aggregate import Verdict
 from xmodal.mitl.export import extended_positives
 from xmodal.mitl.store import Campaign
@@ -99,16 +100,12 @@ def metric_table(protocol: Protocol, scores: Scores) -> dict[str, dict[str, dict
 
 def kendall_table(columns: Mapping[str, Mapping[str, float]]) -> dict[str, dict[str, float]]:
     """Kendall τ-b between every pair of metric columns (column -> model -> value)."""
-    from scipy.stats import kendalltau
-
     names = list(columns)
     models = sorted(next(iter(columns.values())))
     out: dict[str, dict[str, float]] = {a: {} for a in names}
     for a, b in itertools.product(names, names):
-        x = [columns[a][m] for m in models]
-        y = [columns[b][m] for m in models]
-        tau = kendalltau(x, y).statistic
-        out[a][b] = None if np.isnan(tau) else float(tau)
+        tau = kendall([columns[a][m] for m in models], [columns[b][m] for m in models])
+        out[a][b] = None if np.isnan(tau) else tau
     return out
 
 
@@ -137,8 +134,6 @@ def bias_study(campaign: Campaign, protocol: Protocol, found: Sequence[Verdict],
 
     The verdict of a pair does not depend on who proposed it, so each single-annotator
     discovery is the all-annotator verdicts restricted to that annotator's candidates."""
-    from scipy.stats import kendalltau
-
     proposed: dict[str, set] = defaultdict(set)
     for name, i, t in campaign.q(
             "SELECT a.name, p.image_id, p.text_id FROM proposals p JOIN annotators a ON "
@@ -159,9 +154,9 @@ def bias_study(campaign: Campaign, protocol: Protocol, found: Sequence[Verdict],
         rows = {}
         for name in subsets:
             vals = {m: tables[name][m][d][metric] for m in scores}
-            tau = kendalltau([ref[m] for m in scores], [vals[m] for m in scores]).statistic
+            tau = kendall([ref[m] for m in scores], [vals[m] for m in scores])
             rr, rv = _ranks(ref), _ranks(vals)
-            rows[name] = {"tau_vs_all": None if np.isnan(tau) else float(tau),
+            rows[name] = {"tau_vs_all": None if np.isnan(tau) else tau,
                           "max_rank_shift": max(abs(rr[m] - rv[m]) for m in scores),
                           "ranking": sorted(scores, key=lambda m: rv[m])}
         out["directions"][d] = rows
