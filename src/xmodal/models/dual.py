@@ -64,17 +64,20 @@ def _softmax(z: np.ndarray, temperature: float) -> np.ndarray:
     return (p / p.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
-def class_name_embeddings(progress: bool = False) -> np.ndarray:
-    """(1000, 384) MiniLM embeddings of the ImageNet class names in a photo prompt."""
+def class_name_embeddings(progress: bool = False, encoder: str | None = None) -> np.ndarray:
+    """(1000, d) sentence embeddings of the ImageNet class names in a photo prompt."""
     from xmodal.features.image_encoder import imagenet_class_names
     from xmodal.features.text_encoder import encode_texts
 
     names = imagenet_class_names()
-    return encode_texts([CLASS_PROMPT.format(n) for n in names], progress=progress)
+    return encode_texts([CLASS_PROMPT.format(n) for n in names], progress=progress,
+                        encoder=encoder)
 
 
 class DualEncoder:
-    """Image and sentence heads on frozen EfficientNet-Lite0 / MiniLM features, plus the bridge.
+    """Image and sentence heads on frozen EfficientNet-Lite / sentence-encoder features, plus the
+    bridge. ``image_backbone`` (``lite0``, ``lite1``, ``lite2``) and ``text_encoder`` (``minilm``,
+    ``mpnet``) name the frozen encoders (:mod:`xmodal.features`).
 
     Hyperparameters (constructor) describe the heads and the bridge; ``fit`` lives in
     :func:`xmodal.models.dual_train.fit_dual` (it needs torch and the training data). Learned
@@ -90,15 +93,24 @@ class DualEncoder:
         bridge_weight: float = 0.3,
         bridge_temperature: float = 1.0,
         image_input: str = "pooled",
+        image_backbone: str = "lite0",
+        text_encoder: str = "minilm",
     ) -> None:
+        from xmodal.features.image_encoder import get_backbone
+        from xmodal.features.text_encoder import text_encoder_spec
+
         if image_input not in ("pooled", "pooled+bridge"):
             raise XmodalError(f"image_input must be 'pooled' or 'pooled+bridge', not {image_input!r}")
+        get_backbone(image_backbone)
+        text_encoder_spec(text_encoder)
         self.dim_head = dim
         self.hidden = hidden
         self.dropout = dropout
         self.bridge_weight = bridge_weight
         self.bridge_temperature = bridge_temperature
         self.image_input = image_input
+        self.image_backbone = image_backbone
+        self.text_encoder = text_encoder
         self.heads_ = None
         self.class_text_: np.ndarray | None = None
         self.meta_: dict[str, Any] = {}
@@ -110,10 +122,10 @@ class DualEncoder:
 
     @property
     def dim(self) -> int:
-        from xmodal.features.text_encoder import TEXT_DIM
+        from xmodal.features.text_encoder import text_dim
 
         if not self.has_heads:
-            return TEXT_DIM
+            return text_dim(self.text_encoder)
         d = self.heads_.cfg["dim"]
         if self.bridge_weight > 0:
             d += self.heads_.cfg["text_dim"]
@@ -127,12 +139,12 @@ class DualEncoder:
 
     def _class_text(self) -> np.ndarray:
         if self.class_text_ is None:
-            self.class_text_ = class_name_embeddings()
+            self.class_text_ = class_name_embeddings(encoder=self.text_encoder)
         return self.class_text_
 
     # ----- from features ---------------------------------------------------------------------
     def bridge_image(self, logits: np.ndarray) -> np.ndarray:
-        """(n, 384) unit vectors: ImageNet class probabilities times class-name embeddings."""
+        """(n, d) unit vectors: ImageNet class probabilities times class-name embeddings."""
         p = _softmax(logits, self.bridge_temperature)
         return l2_normalize(p @ self._class_text().astype(np.float32))
 
@@ -145,7 +157,7 @@ class DualEncoder:
     def embed_image_features(
         self, pooled: np.ndarray, logits: np.ndarray, maps: np.ndarray | None = None
     ) -> np.ndarray:
-        """Embeddings from cached EfficientNet-Lite0 features (see ``xmodal.features``)."""
+        """Embeddings from cached EfficientNet-Lite features (see ``xmodal.features``)."""
         a, b = self._weights()
         parts = []
         if self.has_heads:
@@ -156,7 +168,7 @@ class DualEncoder:
         return l2_normalize(np.concatenate(parts, axis=1))
 
     def embed_text_features(self, text_emb: np.ndarray) -> np.ndarray:
-        """Embeddings from MiniLM sentence embeddings (see ``xmodal.features.text_encoder``)."""
+        """Embeddings from sentence embeddings (see ``xmodal.features.text_encoder``)."""
         a, b = self._weights()
         parts = []
         if self.has_heads:
@@ -182,7 +194,7 @@ class DualEncoder:
             return np.zeros((0, self.dim), np.float32)
         needs_maps = self.has_heads and self.heads_.uses_maps
         f = extract_image_features(images, maps=needs_maps, progress=progress, on_error=on_error,
-                                   cache=cache)
+                                   cache=cache, backbone=self.image_backbone)
         emb = self.embed_image_features(f.pooled, f.logits, f.maps)
         emb[~f.ok] = 0.0
         return emb
@@ -196,7 +208,8 @@ class DualEncoder:
             return np.zeros((0, self.dim), np.float32)
         if any(not isinstance(t, str) for t in texts):
             raise XmodalError("embed_texts expects a list of strings")
-        return self.embed_text_features(encode_texts(texts, progress=progress))
+        return self.embed_text_features(
+            encode_texts(texts, progress=progress, encoder=self.text_encoder))
 
     def score(self, images: list[Any], texts: list[str], *, progress: bool = True) -> np.ndarray:
         """S[n_images, n_texts] cosine similarities (higher = better match)."""
@@ -213,6 +226,8 @@ class DualEncoder:
             "bridge_weight": self.bridge_weight,
             "bridge_temperature": self.bridge_temperature,
             "image_input": self.image_input,
+            "image_backbone": self.image_backbone,
+            "text_encoder": self.text_encoder,
         }
 
     SAVE_TYPE = MODEL_TYPE

@@ -29,13 +29,18 @@ from xmodal.models.dual import DualEncoder
 class TrainData:
     pooled: np.ndarray  # (n_images, 1280)
     logits: np.ndarray  # (n_images, 1000)
-    maps: np.ndarray | None  # (n_images, 49, 1280) float16 or None
+    maps: np.ndarray | None  # (n_images, cells, 1280) float16 or None
     pooled_flip: np.ndarray | None
     maps_flip: np.ndarray | None
-    text: np.ndarray  # (n_captions, 384)
+    text: np.ndarray  # (n_captions, d)
     caption_image: np.ndarray  # (n_captions,) row of the caption's image
     image_ids: list[str]
-    splits: dict[str, np.ndarray]  # split -> image rows
+    splits: dict[str, np.ndarray]  # split -> image rows ("train", "dev", "test", "cc_dev", ...)
+
+    @property
+    def dev_splits(self) -> list[str]:
+        """The splits that select: Flickr8K's ``dev`` and every extra dataset's ``<name>_dev``."""
+        return [s for s in self.splits if s == "dev" or s.endswith("_dev")]
 
 
 def load_train_data(
@@ -45,11 +50,17 @@ def load_train_data(
     use_flip: bool = False,
     max_train_images: int | None = None,
     progress: bool = True,
+    extra: dict[str, Any] | None = None,
+    image_backbone: str | None = None,
+    text_encoder: str | None = None,
 ) -> TrainData:
     """Cached features of Flickr8K images and captions (extracting what is missing).
 
     ``max_train_images`` keeps the first N images of the official train split file (dev and test
-    are always complete).
+    are always complete). ``extra`` adds datasets by name (e.g. ``{"cc": load_conceptual_captions()}``:
+    anything with ``split(name)``, ``captions_of(id)`` and ``image_path(id)``): their train images
+    join the train split, their dev and test images become the splits ``<name>_dev`` and
+    ``<name>_test``, and their ids are prefixed ``<name>:``.
     """
     from xmodal.data import load_flickr8k
     from xmodal.features import encode_texts, extract_image_features
@@ -60,21 +71,31 @@ def load_train_data(
     train = ds.split("train")
     if max_train_images is not None:
         train = train[:max_train_images]
-    split_ids = {"train": train, "dev": ds.split("dev"), "test": ds.split("test")}
-    ids = [i for s in ("train", "dev", "test") for i in split_ids[s]]
-    paths = [ds.image_path(i) for i in ids]
-    f = extract_image_features(paths, maps=use_maps, progress=progress)
+    sources = [("", ds, {"train": train, "dev": ds.split("dev"), "test": ds.split("test")})]
+    for name, extra_ds in (extra or {}).items():
+        sources.append((f"{name}:", extra_ds, {"train": extra_ds.split("train"),
+                                               f"{name}_dev": extra_ds.split("dev"),
+                                               f"{name}_test": extra_ds.split("test")}))
+    ids, paths, captions, split_ids = [], [], [], {}
+    for prefix, source, parts in sources:
+        for split, members in parts.items():
+            split_ids.setdefault(split, []).extend(prefix + i for i in members)
+            for i in members:
+                ids.append(prefix + i)
+                paths.append(source.image_path(i))
+                captions.extend((prefix + i, c.text) for c in source.captions_of(i))
+    f = extract_image_features(paths, maps=use_maps, progress=progress, backbone=image_backbone)
     if not f.ok.all():
-        raise XmodalError(f"{int((~f.ok).sum())} Flickr8K images could not be read")
+        raise XmodalError(f"{int((~f.ok).sum())} training images could not be read")
     pooled_flip = maps_flip = None
     if use_flip:
-        ff = extract_image_features(paths, maps=use_maps, flip=True, progress=progress)
+        ff = extract_image_features(paths, maps=use_maps, flip=True, progress=progress,
+                                    backbone=image_backbone)
         pooled_flip = ff.pooled
         maps_flip = ff.maps.reshape(len(ids), -1, ff.maps.shape[-1]) if use_maps else None
-    captions = [c for i in ids for c in ds.captions_of(i)]
-    text = encode_texts([c.text for c in captions], progress=progress)
+    text = encode_texts([t for _, t in captions], progress=progress, encoder=text_encoder)
     row = {k: n for n, k in enumerate(ids)}
-    caption_image = np.array([row[c.image_id] for c in captions])
+    caption_image = np.array([row[i] for i, _ in captions])
     splits = {s: np.array([row[i] for i in split_ids[s]], dtype=int) for s in split_ids}
     maps = f.maps.reshape(len(ids), -1, f.maps.shape[-1]) if use_maps else None
     return TrainData(
@@ -139,6 +160,8 @@ class TrainConfig:
     seed: int = 0
     ensemble_size: int = 1  # > 1: that many heads (seeds seed, seed+1, ...), embeddings averaged
     hard_negative_beta: float = 0.0  # > 0: negatives re-weighted by exp(beta * cos) (mean 1)
+    image_backbone: str = "lite0"
+    text_encoder: str = "minilm"
 
 
 def fit_heads(
@@ -184,12 +207,12 @@ def fit_heads(
             heads.cells.mean.copy_(M.mean(0))
             heads.cells.std.copy_(M.std(0) + 1e-4)
 
-    # captions of each train image (5 each)
+    # captions of each train image (Flickr8K: 5; web alt-texts: 1)
     by_image: dict[int, list[int]] = {}
     for c in caps:
         by_image.setdefault(int(td.caption_image[c]), []).append(int(c))
     rows = np.array([r for r in rows if len(by_image.get(int(r), [])) >= 1])
-    n_caps = min(len(v) for v in by_image.values())
+    n_caps = max(len(v) for v in by_image.values())
 
     opt = torch.optim.AdamW(heads.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     steps_per_epoch = int(np.ceil(len(rows) / cfg.batch_images))
@@ -218,12 +241,13 @@ def fit_heads(
                 if flip.any():
                     m[flip] = td.maps_flip[b[flip]].astype(np.float32)
                 maps = torch.from_numpy(m)
-            cap_idx = np.array([rng.permutation(by_image[int(r)])[:n_caps] for r in b])  # (B, 5)
+            cap_idx = [rng.permutation(by_image[int(r)])[:n_caps] for r in b]
             zi = heads.image_forward(torch.from_numpy(pooled.astype(np.float32)), maps)
-            zt = heads.text_forward(torch.from_numpy(td.text[cap_idx.ravel()]))
+            zt = heads.text_forward(torch.from_numpy(td.text[np.concatenate(cap_idx)]))
             scale = heads.log_scale.exp().clamp(max=100.0)
-            logits = scale * zi @ zt.T  # (B, 5B)
-            owner = torch.arange(len(b)).repeat_interleave(n_caps)  # caption -> image in batch
+            logits = scale * zi @ zt.T  # (B, captions in the batch)
+            counts = torch.tensor([len(c) for c in cap_idx])
+            owner = torch.arange(len(b)).repeat_interleave(counts)  # caption -> image in batch
             pos = owner[None, :] == torch.arange(len(b))[:, None]
             if cfg.hard_negative_beta > 0:
                 # importance weights on the negatives, proportional to exp(beta * cos) and with
@@ -240,7 +264,7 @@ def fit_heads(
             else:
                 logits_r = logits_c = logits
             logp_i2t = F.log_softmax(logits_r, dim=1)
-            loss_i2t = -(logp_i2t * pos).sum(1).div(n_caps).mean()
+            loss_i2t = -(logp_i2t * pos).sum(1).div(counts).mean()
             loss_t2i = F.cross_entropy(logits_c.T, owner)
             loss = 0.5 * (loss_i2t + loss_t2i)
             opt.zero_grad()
@@ -272,8 +296,13 @@ def train_dual(
     config: TrainConfig | None = None,
     log: Callable[[str], Any] = print,
     progress: bool = True,
+    extra: dict[str, Any] | None = None,
 ) -> tuple[DualEncoder, dict[str, Any]]:
-    """Train the shipped recipe; select epoch and bridge weight on the dev split."""
+    """Train the shipped recipe; select epoch and bridge weight on the dev split(s).
+
+    ``extra`` adds training datasets (see :func:`load_train_data`); each one's dev split then
+    selects too: the score is the mean over dev splits of the mean R@1 of both directions.
+    """
     cfg = config or TrainConfig()
     if epochs is not None:
         cfg.epochs = epochs
@@ -287,34 +316,42 @@ def train_dual(
         use_flip=cfg.use_flip,
         max_train_images=cfg.max_train_images,
         progress=progress,
+        extra=extra,
+        image_backbone=cfg.image_backbone,
+        text_encoder=cfg.text_encoder,
     )
     log(f"features loaded in {time.time() - t0:.1f}s")
-    dev_rows, dev_caps = split_rows(td, "dev")
-    position = {int(r): i for i, r in enumerate(dev_rows)}
-    dev_cap_img = np.array([position[int(r)] for r in td.caption_image[dev_caps]])
-
     model = DualEncoder(
         dim=cfg.dim,
         hidden=cfg.hidden,
         dropout=cfg.dropout,
         bridge_temperature=cfg.bridge_temperature,
         image_input="pooled+bridge" if cfg.bridge_input else "pooled",
+        image_backbone=cfg.image_backbone,
+        text_encoder=cfg.text_encoder,
     )
     raw_pooled = td.pooled
     td.pooled = model.head_image_input(td.pooled, td.logits)
-    bridge_img = model.bridge_image(td.logits[dev_rows])
-    bridge_txt = td.text[dev_caps]
+    dev = {}
+    for split in td.dev_splits:
+        rows, caps = split_rows(td, split)
+        position = {int(r): i for i, r in enumerate(rows)}
+        cap_img = np.array([position[int(r)] for r in td.caption_image[caps]])
+        dev[split] = (rows, caps, cap_img, model.bridge_image(td.logits[rows]), td.text[caps])
 
-    def dev_scores(heads, w: float) -> dict[str, float]:
-        zi = heads.embed_images(td.pooled[dev_rows], td.maps[dev_rows] if cfg.use_maps else None)
-        zt = heads.embed_texts(td.text[dev_caps])
+    def dev_scores(heads, w: float, split: str = "dev") -> dict[str, float]:
+        rows, caps, cap_img, bridge_img, bridge_txt = dev[split]
+        zi = heads.embed_images(td.pooled[rows], td.maps[rows] if cfg.use_maps else None)
+        zt = heads.embed_texts(td.text[caps])
         ei = np.concatenate([np.sqrt(1 - w) * zi, np.sqrt(w) * bridge_img], 1)
         et = np.concatenate([np.sqrt(1 - w) * zt, np.sqrt(w) * bridge_txt], 1)
-        return recall_5cap(ei, et, dev_cap_img)
+        return recall_5cap(ei, et, cap_img)
+
+    def mean_r1(scores: dict[str, dict[str, float]]) -> float:
+        return float(np.mean([0.5 * (r["i2t_R@1"] + r["t2i_R@1"]) for r in scores.values()]))
 
     def eval_fn(heads) -> float:
-        r = dev_scores(heads, 0.0)
-        return 0.5 * (r["i2t_R@1"] + r["t2i_R@1"])
+        return mean_r1({split: dev_scores(heads, 0.0, split) for split in dev})
 
     if cfg.ensemble_size > 1:
         import dataclasses
@@ -336,13 +373,13 @@ def train_dual(
         heads, history, best_epoch = fit_heads(td, cfg, log=log, eval_fn=eval_fn)
     by_w = {}
     for w in cfg.bridge_weights:
-        by_w[w] = dev_scores(heads, w)
+        by_w[w] = {split: dev_scores(heads, w, split) for split in dev}
         log(f"bridge weight {w}: dev {by_w[w]}")
-    # The bridge carries ImageNet knowledge that Flickr8K's dev split cannot reward: keep the
+    # The bridge carries ImageNet knowledge that the dev splits cannot fully reward: keep the
     # largest weight whose dev mean R@1 is within ``bridge_tolerance`` points of the best.
-    mean_r1 = {w: 0.5 * (r["i2t_R@1"] + r["t2i_R@1"]) for w, r in by_w.items()}
-    top = max(mean_r1.values())
-    best_w = max(w for w, v in mean_r1.items() if v >= top - cfg.bridge_tolerance)
+    score_w = {w: mean_r1(r) for w, r in by_w.items()}
+    top = max(score_w.values())
+    best_w = max(w for w, v in score_w.items() if v >= top - cfg.bridge_tolerance)
     td.pooled = raw_pooled
     model.bridge_weight = float(best_w)
     model.heads_ = heads
@@ -350,10 +387,16 @@ def train_dual(
     report = {
         "best_epoch": best_epoch,
         "bridge_weight": float(best_w),
-        "dev": by_w[best_w],
-        "dev_by_bridge_weight": {str(k): v for k, v in by_w.items()},
+        "dev": by_w[best_w]["dev"],
+        "dev_by_bridge_weight": {str(k): v["dev"] for k, v in by_w.items()},
         "train_time_s": round(time.time() - t0, 1),
         "config": cfg.__dict__ | {"bridge_weights": list(cfg.bridge_weights)},
     }
+    if len(dev) > 1:
+        report["dev_splits"] = by_w[best_w]
+        report["extra_data"] = sorted(extra or {})
     model.meta_ = {k: report[k] for k in ("best_epoch", "bridge_weight", "dev", "config")}
+    if len(dev) > 1:
+        model.meta_["dev_splits"] = report["dev_splits"]
+        model.meta_["extra_data"] = report["extra_data"]
     return model, report
