@@ -23,7 +23,8 @@ def eval_command(
         "name prints the full list) or a saved model directory.",
     ),
     data: Path | None = typer.Option(
-        None, "--data", help="Data root (default: $XMODAL_DATA); for -p folder, your photo folder."
+        None, "--data", help="Data root (default: $XMODAL_DATA); for -p folder, your photo folder; "
+        "for -p cc-heldout / cc-dev, the CC18K folder (default: $XMODAL_CC_DATA or ../data/cc18k)."
     ),
     captions: Path | None = typer.Option(
         None, "--captions", help="For -p folder: CSV (image,caption) or JSONL caption file, image "
@@ -57,6 +58,10 @@ def eval_command(
       xmodal eval -p flickr8k-hodosh -m dual --positives flickr-positives/   # MITL-extended
 
       xmodal eval -p folder --data ~/Pictures/trip --captions trip.csv -m dual   # your photos
+
+      xmodal eval -p cc-heldout -m dual   # 1,000 held-out Conceptual Captions web images
+
+      xmodal eval -p skimage-ood -m dual   # 13 sample photos among 1,000 Flickr8K distractors
     """
     from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import evaluate, run_eval
@@ -121,6 +126,17 @@ def _print_paper_metrics(pm: dict) -> None:
         for n, v in by_len.items():
             t.add_row(n, str(v["n_queries"]), f"{100 * v['P@5']:.1f}", f"{100 * v['MAP']:.1f}")
         console.print(t)
+    ranks = pm.get("with_flickr8k_test_distractors")
+    if ranks:  # skimage-ood: the rank of each query's photo
+        t = Table(title="rank of the right photo (1 = first)")
+        for col in ("photo", "photos only", "+ 1,000 Flickr8K test photos"):
+            t.add_column(col, justify="left" if col == "photo" else "right")
+        for name, r in ranks.items():
+            t.add_row(name, str(pm["photos_only"][name]), str(r))
+        console.print(t)
+        console.print(f"first: {pm['top1_with_distractors']} with distractors "
+                      f"({pm['top1_photos_only']} among the photos alone); top 5: "
+                      f"{pm['top5_with_distractors']}")
 
 
 @app.command("protocols")

@@ -227,3 +227,80 @@ def cxc(data=None) -> Protocol:
 @register("coco5k")
 def coco5k(data=None) -> Protocol:
     return _coco("coco5k")
+
+
+def _cc_split(name: str, split: str, data) -> Protocol:
+    from xmodal.data.conceptual_captions import load_conceptual_captions
+
+    ds = load_conceptual_captions(data)
+    images = list(ds.split(split))
+    caps = [ds.captions_of(i)[0] for i in images]
+    rel = pairs_to_relevance(images, [c.id for c in caps], [(c.image_id, c.id) for c in caps])
+    return Protocol(
+        name, _both(images, [c.id for c in caps], [c.text for c in caps], rel), ds,
+        f"Conceptual Captions (CC18K) {split} split: {len(images):,} web images x their "
+        f"{len(caps):,} alt-text captions, one relevant caption each (fixed sha1-of-key split, "
+        "xmodal.data.conceptual_captions; data from $XMODAL_CC_DATA or ../data/cc18k)."
+        + (" Held out: never trained or selected on." if split == "test" else ""),
+    )
+
+
+@register("cc-heldout")
+def cc_heldout(data=None) -> Protocol:
+    """The 1,000 held-out CC18K test images x their captions (``--data``: the CC18K folder)."""
+    return _cc_split("cc-heldout", "test", data)
+
+
+@register("cc-dev")
+def cc_dev(data=None) -> Protocol:
+    """The 1,000 CC18K dev images x their captions (for selection)."""
+    return _cc_split("cc-dev", "dev", data)
+
+
+def ood_ranks(scores: dict[str, np.ndarray], names: list[str]) -> dict:
+    """The skimage-ood check from the t2i score matrix (photos first, then distractors): the
+    rank of each query's photo (1 = first; ties count against it, as every metric here) among
+    the photos alone and with the distractors, and top-1 / top-5 counts."""
+    from xmodal.eval.metrics import retrieval_metrics
+
+    if "t2i" not in scores:
+        return {}
+    s = np.asarray(scores["t2i"]).T  # queries x images
+    n = len(names)
+    rel = sparse.identity(n, dtype=bool, format="csr")
+    with_d = retrieval_metrics(s, sparse.hstack([rel, sparse.csr_matrix((n, s.shape[1] - n),
+                                                 dtype=bool)]).tocsr(), per_query=True)[1]
+    alone = retrieval_metrics(s[:, :n], rel, per_query=True)[1]
+    ra = [int(r) for r in alone["rank"]]
+    rb = [int(r) for r in with_d["rank"]]
+    return {
+        "photos_only": dict(zip(names, ra)),
+        "with_flickr8k_test_distractors": dict(zip(names, rb)),
+        "top1_photos_only": f"{sum(r == 1 for r in ra)}/{n}",
+        "top1_with_distractors": f"{sum(r == 1 for r in rb)}/{n}",
+        "top5_with_distractors": f"{sum(r <= 5 for r in rb)}/{n}",
+    }
+
+
+@register("skimage-ood")
+def skimage_ood(data=None) -> Protocol:
+    """13 scikit-image sample photos, one sentence each, searched among themselves and the
+    1,000 Flickr8K test photos (``--data``: the data root holding flickr8k/)."""
+    from xmodal.data.skimage_samples import PREFIX, QUERIES, SampleGallery, photo_files
+
+    ds = _flickr(data)
+    names = list(QUERIES)
+    images = [PREFIX + k for k in names] + list(ds.split("test"))
+    text_ids = [f"{PREFIX}{k}#q" for k in names]
+    rel = pairs_to_relevance(images, text_ids, [(images[j], text_ids[j]) for j in range(len(names))])
+    return Protocol(
+        "skimage-ood",
+        {"t2i": Direction("t2i", images, text_ids, list(QUERIES.values()), rel)},
+        SampleGallery(photo_files(), ds),
+        f"Out of domain: {len(names)} scikit-image sample photos (astronaut, rocket, coins, a "
+        "printed page...), one sentence query each, text->image over the photos + the 1,000 "
+        "Flickr8K test photos as distractors. paper_metrics: the rank of each query's photo "
+        "among the photos alone and with the distractors; top-1 / top-5 counts.",
+        {"queries": dict(QUERIES)},
+        lambda scores: ood_ranks(scores, names),
+    )

@@ -3,8 +3,8 @@
 - :func:`evaluate_models`: the shipped model and the zero-shot bridge on ``flickr8k-5cap``,
   ``flickr8k-hodosh`` and ``flickr8k-hodosh-crowd`` through the settings table's scorers (what
   ``xmodal eval`` prints);
-- :func:`ood_check`: scikit-image sample photos, one sentence query each, alone and among the
-  1,000 Flickr8K test images;
+- :func:`ood_check`: the ``skimage-ood`` protocol: scikit-image sample photos, one sentence query
+  each, alone and among the 1,000 Flickr8K test images;
 - :func:`variants` / :func:`ensembles`: the training variants compared on the dev split (the
   report's "What was tried" tables; selection on dev only, test shown for the record).
 """
@@ -13,30 +13,16 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 from pathlib import Path
 
 import numpy as np
 
+from xmodal.data.skimage_samples import QUERIES, sample_photos  # noqa: F401 (re-export)
 from xmodal.reproduce.output import log
 
 MODELS = ("dual", "efficientnet-minilm-zeroshot")
 PROTOCOLS = ("flickr8k-5cap", "flickr8k-hodosh", "flickr8k-hodosh-crowd")
-OOD_QUERIES = {
-    "astronaut": "an astronaut in a space suit",
-    "camera": "a man with a camera on a tripod",
-    "chelsea": "a cat",
-    "clock": "a clock",
-    "coffee": "a cup of coffee",
-    "coins": "old coins",
-    "hubble_deep_field": "galaxies in deep space",
-    "moon": "the surface of the moon",
-    "rocket": "a rocket on the launch pad",
-    "stereo_motorcycle": "a motorcycle",
-    "brick": "a brick wall",
-    "grass": "green grass",
-    "page": "a page of printed text",
-}
+OOD_QUERIES = QUERIES  # the skimage-ood protocol's queries (xmodal.data.skimage_samples)
 # variant -> TrainConfig overrides (first round, dev and test)
 VARIANTS = {
     "base": {},
@@ -83,51 +69,28 @@ def evaluate_models(models=MODELS, protocols=PROTOCOLS, data=None) -> dict:
     return out
 
 
-def sample_photos() -> list:
-    """The 13 scikit-image sample photos of :data:`OOD_QUERIES`, as RGB PIL images."""
-    import skimage.data as skdata
-    from PIL import Image
-
-    photos = []
-    for name in OOD_QUERIES:
-        arr = getattr(skdata, name)()
-        if name == "stereo_motorcycle":
-            arr = arr[0]
-        photos.append(Image.fromarray(arr).convert("RGB"))
-    return photos
-
-
 def query_ranks(S: np.ndarray) -> list[int]:
-    """S: (n_gallery, n_queries) with query j's photo at gallery row j; 1 = first."""
-    return [int((S[:, j] > S[j, j]).sum()) + 1 for j in range(S.shape[1])]
+    """S: (n_gallery, n_queries) with query j's photo at gallery row j; 1 = first (ties count
+    against the photo, as in :func:`xmodal.eval.protocol_builders.ood_ranks`)."""
+    return [int((S[:, j] >= S[j, j]).sum()) for j in range(S.shape[1])]
 
 
 def ood_check(specs=("dual",), data=None) -> dict:
-    """Rank of each sample photo for its query, among the photos and with distractors."""
-    from xmodal.data import load_flickr8k
-    from xmodal.models.dual import load_embedding_model
+    """Rank of each sample photo for its query, among the photos and with distractors: the
+    ``skimage-ood`` protocol scored through each model's scorer (what ``xmodal eval -p
+    skimage-ood -m SPEC`` prints)."""
+    from xmodal.eval.protocols import get_protocol
+    from xmodal.eval.runner import run_eval
+    from xmodal.models.registry import get_scorer
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        ds = load_flickr8k(data, judgments=False)
-    distractors = [ds.image_path(i) for i in ds.split("test")]
-    photos = sample_photos()
+    proto = get_protocol("skimage-ood", data)
     out = {}
     for spec in specs:
-        model = load_embedding_model(None if spec == "dual" else spec)
-        E = model.embed_images(photos, progress=False)
-        D = model.embed_images(distractors, progress=False)
-        T = model.embed_texts(list(OOD_QUERIES.values()), progress=False)
-        ra = query_ranks(E @ T.T)
-        rb = query_ranks(np.concatenate([E, D]) @ T.T)
-        out[spec] = {
-            "photos_only": dict(zip(OOD_QUERIES, ra)),
-            "with_flickr8k_test_distractors": dict(zip(OOD_QUERIES, rb)),
-            "top1_photos_only": f"{sum(r == 1 for r in ra)}/{len(ra)}",
-            "top1_with_distractors": f"{sum(r == 1 for r in rb)}/{len(rb)}",
-            "top5_with_distractors": f"{sum(r <= 5 for r in rb)}/{len(rb)}",
-        }
-    return {"queries": OOD_QUERIES, "results": out}
+        rep = run_eval(proto, get_scorer(spec, "skimage-ood"), model=spec, with_curves=False)
+        out[spec] = rep["paper_metrics"]
+        log(f"skimage-ood / {spec}: {out[spec]['top1_with_distractors']} first, "
+            f"{out[spec]['top5_with_distractors']} in the top 5")
+    return {"queries": dict(OOD_QUERIES), "results": out}
 
 
 def _split_eval(model, td, raw_pooled, split: str) -> dict:
