@@ -39,9 +39,14 @@ def pyramid_histograms(
 ) -> np.ndarray:
     """Weighted spatial-pyramid histograms of word-id grids.
 
-    ``words``: (n_images, H, W) integer word ids (or one (H, W) grid). Returns
+    ``words``: (n_images, H, W) integer word ids, one (H, W) grid, or a list of grids of
+    different shapes (images kept at their own resolution). Returns
     (n_images, n_words * sum_l 4^l) float32; cells are ordered level by level, row-major.
     """
+    if isinstance(words, (list, tuple)):
+        if not words:
+            return np.zeros((0, n_words * sum(4**lv for lv in range(levels))), np.float32)
+        return np.concatenate([pyramid_histograms(g, n_words, levels, weighted) for g in words])
     grids = np.asarray(words)
     if grids.ndim == 2:
         grids = grids[None]

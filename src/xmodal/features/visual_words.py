@@ -1,7 +1,8 @@
 """Low-level visual words from pixels: CIELAB colour, oriented-edge texture and dense SIFT.
 
 This is the image side of Hodosh et al. (2013, §3.3). Each image is resized to 224x224 (the
-Flickr8K copies we have already are 224x224 re-encodes) and described on regular grids:
+Flickr8K copies we have already are 224x224 re-encodes; ``size=None`` keeps every image at its own
+resolution, so grids differ in shape) and described on regular grids:
 
 * **colour** – mean CIELAB (L, a, b) of each 4x4 pixel block (56x56 grid), 128 words;
 * **texture** – the paper's filter bank was lost in the text extraction, so we use an *oriented
@@ -36,7 +37,7 @@ FEATURES = ("colour", "texture", "sift")
 
 @dataclass(frozen=True)
 class VisualWordConfig:
-    size: int = 224
+    size: int | None = 224  # None: each image at its own resolution (word grids differ)
     block: int = 4  # colour/texture block size in pixels
     sift_step: int = 8
     sift_size: int = 16
@@ -58,13 +59,14 @@ def _cv2():
     return cv2
 
 
-def load_image(path: str | Path, size: int = 224) -> np.ndarray:
-    """A BGR uint8 image resized to ``size`` x ``size``; raises XmodalError if unreadable."""
+def load_image(path: str | Path, size: int | None = 224) -> np.ndarray:
+    """A BGR uint8 image resized to ``size`` x ``size`` (``None``: as stored); raises XmodalError
+    if unreadable."""
     cv2 = _cv2()
     img = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if img is None:
         raise XmodalError(f"cannot read image {path}: missing or corrupt file")
-    if img.shape[:2] != (size, size):
+    if size is not None and img.shape[:2] != (size, size):
         shrink = img.shape[0] * img.shape[1] > size * size
         img = cv2.resize(img, (size, size),
                          interpolation=cv2.INTER_AREA if shrink else cv2.INTER_CUBIC)
@@ -230,7 +232,9 @@ class VisualWordCache:
     """Codebooks and per-image word maps for one image collection, cached under ``cache_dir()``.
 
     ``root/codebooks.npz`` holds the centres; ``root/words.npz`` holds, for each feature, an array
-    (n_images, grid_h, grid_w) aligned with ``image_ids``.
+    (n_images, grid_h, grid_w) aligned with ``image_ids`` or, when the grids differ in shape
+    (``size=None``), the concatenated flat grids ``<feature>_flat`` and their shapes
+    ``<feature>_shape``; :meth:`words` then returns a list of grids per feature.
     """
 
     def __init__(self, name: str, cfg: VisualWordConfig | None = None, root: Path | None = None):
@@ -265,15 +269,16 @@ class VisualWordCache:
         train_paths: Sequence[str | Path] | None = None,
         progress: bool = True,
         checkpoint_every: int = 500,
-    ) -> dict[str, np.ndarray]:
-        """Word maps for ``image_ids`` (computing and caching the missing ones)."""
+    ) -> dict[str, np.ndarray | list[np.ndarray]]:
+        """Word maps for ``image_ids`` (computing and caching the missing ones): per feature an
+        array (n_images, grid_h, grid_w), or a list of grids when their shapes differ."""
         from tqdm import tqdm
 
         have: dict[str, dict[str, np.ndarray]] = {}
         if self.words_file.is_file():
             with np.load(self.words_file) as z:
                 ids = list(z["image_ids"])
-                arrays = {f: z[f] for f in FEATURES}
+                arrays = {f: _unpack(z, f) for f in FEATURES}
             have = {i: {f: arrays[f][n] for f in FEATURES} for n, i in enumerate(ids)}
         missing = [(i, p) for i, p in zip(image_ids, paths) if i not in have]
         if missing:
@@ -285,14 +290,32 @@ class VisualWordCache:
                 if (n + 1) % checkpoint_every == 0:
                     self._save(have)
             self._save(have)
-        return {f: np.stack([have[i][f] for i in image_ids]) for f in FEATURES}
+        out = {}
+        for f in FEATURES:
+            grids = [have[i][f] for i in image_ids]
+            same = len({g.shape for g in grids}) <= 1
+            out[f] = np.stack(grids) if same and grids else grids
+        return out
 
     def _save(self, have: dict[str, dict[str, np.ndarray]]) -> None:
         ids = sorted(have)
         tmp = self.root / "words.tmp.npz"
-        np.savez(
-            tmp,
-            image_ids=np.array(ids),
-            **{f: np.stack([have[i][f] for i in ids]) for f in FEATURES},
-        )
+        arrays = {}
+        for f in FEATURES:
+            grids = [have[i][f] for i in ids]
+            if len({g.shape for g in grids}) <= 1:
+                arrays[f] = np.stack(grids)
+            else:  # ragged: one flat array and the shapes
+                arrays[f"{f}_flat"] = np.concatenate([g.ravel() for g in grids])
+                arrays[f"{f}_shape"] = np.array([g.shape for g in grids], dtype=np.int64)
+        np.savez(tmp, image_ids=np.array(ids), **arrays)
         tmp.replace(self.words_file)
+
+
+def _unpack(z, feature: str) -> np.ndarray | list[np.ndarray]:
+    """The word grids of ``feature`` in a ``words.npz`` (stacked or flat + shapes)."""
+    if feature in z.files:
+        return z[feature]
+    flat, shapes = z[f"{feature}_flat"], z[f"{feature}_shape"]
+    ends = np.cumsum(shapes.prod(1))
+    return [flat[e - h * w:e].reshape(h, w) for (h, w), e in zip(shapes, ends)]

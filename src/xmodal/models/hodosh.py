@@ -54,8 +54,9 @@ N_GRID = (
 # "pyramid112" / "pyramid448": the pyramid kernel on images resized to 112 x 112 or 448 x 448 with
 # the same pixel-level feature parameters: the first halves the detail (a resolution ablation),
 # the second gives descriptors the scale and density relative to the image content that they had
-# on the paper's ~500 x 375 originals (upsampling adds no detail).
-RESIZED_PYRAMIDS = {"pyramid112": 112, "pyramid448": 448}
+# on the paper's ~500 x 375 originals (upsampling adds no detail). "pyramid-native": every image at
+# its own resolution (the same as "pyramid" on our 224 x 224 copies; the originals keep theirs).
+RESIZED_PYRAMIDS = {"pyramid112": 112, "pyramid448": 448, "pyramid-native": None}
 IMAGE_KERNELS = ("pyramid", "histogram", "effnet", *RESIZED_PYRAMIDS)
 TOP_PER_METRIC = 5
 SELECT_METRICS = ("R@1", "R@5", "R@10")
@@ -82,12 +83,20 @@ def cache_root() -> Path:
 # --------------------------------------------------------------------------------------------
 @dataclass
 class HodoshData:
-    """Flickr8K as the paper uses it: 6,000 training images with 5 captions, dev/test pools."""
+    """Flickr8K as the paper uses it: 6,000 training images with 5 captions, dev/test pools.
+
+    ``image_set`` names the copy of the pixels in the cache keys (visual words, image kernels):
+    ``"flickr8k"`` is our 224-px release; another name (e.g. the original-resolution photos, whose
+    ``data.image_path`` points elsewhere) gets its own codebooks, words and kernels. With
+    ``kernel_ids``, image kernels are computed once over these images and sliced (folds of a
+    cross-validation share one matrix)."""
 
     data: Any
     train_ids: list[str]
     dev_ids: list[str]
     test_ids: list[str]
+    image_set: str = "flickr8k"
+    kernel_ids: list[str] | None = None
 
     @property
     def tokens(self) -> dict[str, list]:
@@ -137,6 +146,9 @@ class ImageSide:
     def __init__(self, hd: HodoshData, kind: str = "pyramid", power: float = 2.0):
         if kind not in IMAGE_KERNELS:
             raise XmodalError(f"unknown image kernel {kind!r}; choose from {IMAGE_KERNELS}")
+        if kind == "effnet" and hd.image_set != "flickr8k":
+            raise XmodalError("the effnet image kernel reads the cached features of the 224-px "
+                              f"release only, not of image set {hd.image_set!r}")
         self.hd, self.kind, self.power = hd, kind, float(power)
         self.store = ImageKernelCache(cache_root() / "image_kernels")
 
@@ -145,9 +157,10 @@ class ImageSide:
         from xmodal.features.visual_words import VisualWordCache, VisualWordConfig
 
         if self.kind in RESIZED_PYRAMIDS:
-            cache = VisualWordCache("flickr8k", VisualWordConfig(size=RESIZED_PYRAMIDS[self.kind]))
+            cache = VisualWordCache(self.hd.image_set,
+                                    VisualWordConfig(size=RESIZED_PYRAMIDS[self.kind]))
         else:
-            cache = VisualWordCache("flickr8k")
+            cache = VisualWordCache(self.hd.image_set)
         words = cache.words(
             list(ids),
             [self.hd.image_path(i) for i in ids],
@@ -167,26 +180,39 @@ class ImageSide:
     def block(self, rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
         """The image kernel ``K[rows, cols]`` (float32)."""
         rows, cols = list(rows), list(cols)
+        universe = self.hd.kernel_ids
+        if universe is not None and (rows, cols) != (universe, universe):
+            pos = {k: n for n, k in enumerate(universe)}
+            if all(i in pos for i in rows) and all(i in pos for i in cols):
+                full = self.block(universe, universe)
+                return np.ascontiguousarray(full[np.ix_([pos[i] for i in rows],
+                                                        [pos[i] for i in cols])])
         if self.kind == "effnet":
             base = self.store.get(
                 "effnet-cos", rows, cols,
                 lambda: cosine_kernel(self._effnet(rows), self._effnet(cols)),
             )
             return np.asarray(base, dtype=np.float32) ** self.power
-        parts = []
-        for feature in ("colour", "texture", "sift"):
-            name = f"{self.kind}-{feature}"
-
-            def compute(feature=feature):
-                t0 = time.time()
-                a = self._histograms(rows, feature)
-                b = a if rows == cols else self._histograms(cols, feature)
-                k = histogram_intersection(a, b)
-                _log(f"{name}: {len(rows)}x{len(cols)} in {time.time() - t0:.0f}s")
-                return k
-
-            parts.append(np.asarray(self.store.get(name, rows, cols, compute)))
+        parts = [self.feature_block(rows, cols, f) for f in ("colour", "texture", "sift")]
         return combine_kernels(parts, self.power)
+
+    def feature_block(self, rows: Sequence[str], cols: Sequence[str], feature: str) -> np.ndarray:
+        """One feature's pyramid (or histogram) intersection kernel ``K[rows, cols]``, before the
+        three are averaged and powered (cached)."""
+        rows, cols = list(rows), list(cols)
+        name = f"{self.kind}-{feature}"
+        if self.hd.image_set != "flickr8k":
+            name = f"{self.hd.image_set}-{name}"
+
+        def compute():
+            t0 = time.time()
+            a = self._histograms(rows, feature)
+            b = a if rows == cols else self._histograms(cols, feature)
+            k = histogram_intersection(a, b)
+            _log(f"{name}: {len(rows)}x{len(cols)} in {time.time() - t0:.0f}s")
+            return k
+
+        return np.asarray(self.store.get(name, rows, cols, compute))
 
 
 def landmarks(train_ids: Sequence[str], n: int, seed: int = 0) -> list[str]:
