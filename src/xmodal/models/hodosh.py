@@ -146,9 +146,12 @@ class ImageSide:
     def __init__(self, hd: HodoshData, kind: str = "pyramid", power: float = 2.0):
         if kind not in IMAGE_KERNELS:
             raise XmodalError(f"unknown image kernel {kind!r}; choose from {IMAGE_KERNELS}")
-        if kind == "effnet" and hd.image_set != "flickr8k":
+        # duck-typed data without the two fields: the 224-px release, no kernel slicing
+        self.image_set = getattr(hd, "image_set", "flickr8k")
+        self.kernel_ids = getattr(hd, "kernel_ids", None)
+        if kind == "effnet" and self.image_set != "flickr8k":
             raise XmodalError("the effnet image kernel reads the cached features of the 224-px "
-                              f"release only, not of image set {hd.image_set!r}")
+                              f"release only, not of image set {self.image_set!r}")
         self.hd, self.kind, self.power = hd, kind, float(power)
         self.store = ImageKernelCache(cache_root() / "image_kernels")
 
@@ -157,10 +160,10 @@ class ImageSide:
         from xmodal.features.visual_words import VisualWordCache, VisualWordConfig
 
         if self.kind in RESIZED_PYRAMIDS:
-            cache = VisualWordCache(self.hd.image_set,
+            cache = VisualWordCache(self.image_set,
                                     VisualWordConfig(size=RESIZED_PYRAMIDS[self.kind]))
         else:
-            cache = VisualWordCache(self.hd.image_set)
+            cache = VisualWordCache(self.image_set)
         words = cache.words(
             list(ids),
             [self.hd.image_path(i) for i in ids],
@@ -180,7 +183,7 @@ class ImageSide:
     def block(self, rows: Sequence[str], cols: Sequence[str]) -> np.ndarray:
         """The image kernel ``K[rows, cols]`` (float32)."""
         rows, cols = list(rows), list(cols)
-        universe = self.hd.kernel_ids
+        universe = self.kernel_ids
         if universe is not None and (rows, cols) != (universe, universe):
             pos = {k: n for n, k in enumerate(universe)}
             if all(i in pos for i in rows) and all(i in pos for i in cols):
@@ -201,8 +204,8 @@ class ImageSide:
         three are averaged and powered (cached)."""
         rows, cols = list(rows), list(cols)
         name = f"{self.kind}-{feature}"
-        if self.hd.image_set != "flickr8k":
-            name = f"{self.hd.image_set}-{name}"
+        if self.image_set != "flickr8k":
+            name = f"{self.image_set}-{name}"
 
         def compute():
             t0 = time.time()
