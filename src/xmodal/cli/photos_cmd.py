@@ -100,6 +100,14 @@ def search_command(
     as_json: bool = typer.Option(
         False, "--json", help="Print JSON: {query, results: [{path, score}]}"
     ),
+    ann: Path | None = typer.Option(
+        None, "--ann", help="Search an index folder built by 'xmodal ann build' instead of a "
+        "photo database (paths come from its embedding shards)."
+    ),
+    nprobe: int | None = typer.Option(
+        None, "--nprobe", help="With --ann: inverted lists searched (default: $XMODAL_NPROBE or "
+        "the one measured at build time)."
+    ),
 ) -> None:
     """Search indexed photos by sentence.
 
@@ -110,9 +118,20 @@ def search_command(
       xmodal search "children playing in the snow" -k 5 --json
 
       xmodal search "a boat at sunset" --under ~/Pictures/2019-greece
+
+      xmodal search "a red bus" --ann photos.ann --nprobe 32
     """
     if not query.strip():
         raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
+    if ann is not None:
+        from types import SimpleNamespace
+
+        from xmodal.scale.ann_search import search_text
+
+        hits = [SimpleNamespace(**h, to_dict=lambda h=h: h)
+                for h in search_text(ann, query, k, nprobe)]
+        _print_results(f"search: {query}", hits, as_json, query)
+        return
     index = _open(db, model)
     _print_results(f"search: {query}", index.search(query, k, under=under), as_json, query)
 

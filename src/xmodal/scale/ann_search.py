@@ -1,0 +1,145 @@
+"""Search an index built by ``xmodal ann build``: memory-mapped, nprobe as a setting, paths from
+the shards.
+
+    index = ShardIndex("photos.ann")                 # ann.json + index.faiss (+ index.ivfdata)
+    scores, ids = index.search_ids(queries, k=10)    # nprobe: $XMODAL_NPROBE or the measured one
+    index.paths(ids[0])                               # image paths, read from the shards
+
+The inverted lists stay on disk (``OnDiskInvertedLists``, memory-mapped): only the pages a query
+touches are read, so the resident memory is the coarse quantizer plus what the page cache keeps.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+from xmodal.errors import XmodalError
+from xmodal.scale import shards as sh
+from xmodal.scale.ann_build import read_meta
+
+_CWD_LOCK = threading.Lock()
+
+
+def default_nprobe(meta: dict) -> int | None:
+    env = os.environ.get("XMODAL_NPROBE")
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            raise XmodalError(f"XMODAL_NPROBE must be a number, not {env!r}") from None
+    return meta.get("nprobe") or 16
+
+
+def _open_index(folder: Path, on_disk_lists: bool):
+    """Read ``index.faiss``: an IVF index maps its on-disk lists (named relative to the folder)
+    by itself; a flat one is memory-mapped whole (FAISS's IO_FLAG_MMAP must not be used with
+    on-disk lists: it crashes)."""
+    import faiss
+
+    path = folder / "index.faiss"
+    if not path.is_file():
+        raise XmodalError(f"{folder} has no index.faiss: finish 'xmodal ann build' first")
+    flags = faiss.IO_FLAG_READ_ONLY | (0 if on_disk_lists else faiss.IO_FLAG_MMAP)
+    with _CWD_LOCK:  # FAISS opens index.ivfdata relative to the working directory
+        before = os.getcwd()
+        os.chdir(folder)
+        try:
+            return faiss.read_index("index.faiss", flags)
+        except RuntimeError as exc:
+            raise XmodalError(f"cannot read the index in {folder}: "
+                              f"{str(exc).splitlines()[0]}") from None
+        finally:
+            os.chdir(before)
+
+
+class ShardIndex:
+    """An index folder: FAISS search plus id -> path through the shards' metadata."""
+
+    def __init__(self, folder: str | os.PathLike, nprobe: int | None = None):
+        self.folder = Path(folder).expanduser()
+        self.meta = read_meta(self.folder)
+        self.model_id = self.meta["model"]
+        self.dim = int(self.meta["dim"])
+        self.index = _open_index(self.folder, bool(self.meta.get("nlist")))
+        self.offsets = np.asarray(self.meta["offsets"], np.int64)
+        self.shards = [Path(p) for p in self.meta["shards"]]
+        import faiss
+
+        self._ivf = faiss.try_extract_index_ivf(self.index)
+        self.nprobe = nprobe if nprobe is not None else default_nprobe(self.meta)
+        self._paths: OrderedDict[int, np.ndarray] = OrderedDict()
+
+    @property
+    def is_ivf(self) -> bool:
+        return self._ivf is not None
+
+    @property
+    def nlist(self) -> int:
+        return int(self._ivf.nlist) if self._ivf is not None else 0
+
+    @property
+    def ntotal(self) -> int:
+        return int(self.index.ntotal)
+
+    def _set(self, nprobe: int | None) -> None:
+        import faiss
+
+        if self._ivf is None or nprobe is None:
+            return
+        self._ivf.nprobe = int(nprobe)
+        quant = faiss.downcast_index(self._ivf.quantizer)
+        if hasattr(quant, "hnsw"):  # the coarse search must see at least nprobe lists
+            quant.hnsw.efSearch = max(2 * int(nprobe), 64)
+
+    def search_ids(self, queries: np.ndarray, k: int = 10, nprobe: int | None = None):
+        """(scores, ids) of the ``k`` best rows per query (ids index all shards' ok rows)."""
+        q = np.ascontiguousarray(np.atleast_2d(queries), np.float32)
+        if q.shape[1] != self.dim:
+            raise XmodalError(f"queries have {q.shape[1]} dimensions, the index {self.dim}")
+        self._set(nprobe if nprobe is not None else self.nprobe)
+        return self.index.search(q, k)
+
+    def _shard_paths(self, s: int) -> np.ndarray:
+        if s not in self._paths:
+            t = sh.read_shard(self.shards[s], self.model_id, ["path", "ok"])
+            ok = t["ok"].to_numpy(zero_copy_only=False)
+            self._paths[s] = np.asarray(t["path"].to_pylist(), object)[ok]
+            if len(self._paths) > 64:  # keep the path columns of the last 64 shards
+                self._paths.popitem(last=False)
+        self._paths.move_to_end(s)
+        return self._paths[s]
+
+    def paths(self, ids: np.ndarray) -> list[str | None]:
+        """The image path of each id (None for -1, FAISS's 'no result')."""
+        out: list[str | None] = []
+        for i in np.asarray(ids, np.int64).ravel():
+            if i < 0 or i >= self.offsets[-1]:
+                out.append(None)
+                continue
+            s = int(np.searchsorted(self.offsets, i, side="right") - 1)
+            out.append(str(self._shard_paths(s)[i - self.offsets[s]]))
+        return out
+
+
+def search_text(folder: str | os.PathLike, text: str, k: int = 10, nprobe: int | None = None,
+                model=None) -> list[dict]:
+    """[{"path", "score"}] of the ``k`` images best matching a sentence."""
+    from xmodal.index.photo_index import load_model, model_id
+
+    if not isinstance(text, str) or not text.strip():
+        raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
+    index = ShardIndex(folder, nprobe)
+    spec = index.meta.get("model_spec") or None
+    model = model if model is not None else load_model(spec)
+    if model_id(model, spec) != index.model_id:
+        raise XmodalError(f"{folder} was built with model {index.model_id}, not "
+                          f"{model_id(model, spec)}: embed and index again with this model")
+    q = np.asarray(model.embed_texts([text.strip()], progress=False), np.float32)
+    scores, ids = index.search_ids(q, k)
+    paths = index.paths(ids[0])
+    return [{"path": p, "score": float(s)} for p, s in zip(paths, scores[0]) if p is not None]
