@@ -142,9 +142,8 @@ def stage_train(shards: sh.ShardSet, out: Path, budget: int, factory: str | None
                 queries: int, seed: int) -> dict[str, Any]:
     import faiss
 
-    out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    files, offsets = _layout(shards)
+    files, offsets = _layout(shards)  # a corrupt shard fails here, before OUT is created
     n, d = int(offsets[-1]), shards.dim
     if n == 0:
         raise XmodalError("the shards hold no embedded image (every row failed): nothing to index")
@@ -165,6 +164,7 @@ def stage_train(shards: sh.ShardSet, out: Path, budget: int, factory: str | None
         ivf.cp.niter = 10  # 10 k-means iterations: the centroids barely move after that
     if not index.is_trained:
         index.train(train)
+    out.mkdir(parents=True, exist_ok=True)
     _write_index(index, out / "trained.index")
     np.save(out / "queries.npy", query)  # the held-out sample, for the eval stage
     np.save(out / "query_ids.npy", q_ids)

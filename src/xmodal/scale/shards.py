@@ -77,22 +77,30 @@ def read_manifest(folder: str | os.PathLike) -> Manifest:
 
 def shard_table(rows: dict[str, Any], model_id: str, dim: int, dtype: str):
     """A pyarrow table of one shard from column lists (``embedding``: rows of floats or None)."""
-    import pyarrow as pa
-
     n = len(rows["path"])
     emb = np.zeros((n, dim), dtype)
     valid = np.zeros(n, bool)
     for i, v in enumerate(rows["embedding"]):
         if v is not None:
             emb[i], valid[i] = v, True
-    values = pa.array(emb.reshape(-1), type=pa.float16() if dtype == "float16" else pa.float32())
+    return array_table(rows["path"], rows["sha1"], rows["error"], emb, valid, model_id)
+
+
+def array_table(paths: list[str], sha1: list, error: list, emb: np.ndarray, valid: np.ndarray,
+                model_id: str):
+    """A shard table from an (n, dim) float16/float32 array; rows not ``valid`` are null."""
+    import pyarrow as pa
+
+    n, dim = emb.shape
+    values = pa.array(emb.reshape(-1),
+                      type=pa.float16() if emb.dtype == np.float16 else pa.float32())
     col = pa.FixedSizeListArray.from_arrays(values, dim, mask=pa.array(~valid))
     table = pa.table({
-        "path": pa.array(rows["path"], pa.string()),
-        "sha1": pa.array(rows["sha1"], pa.string()),
+        "path": pa.array(paths, pa.string()),
+        "sha1": pa.array(sha1, pa.string()),
         "model": pa.array([model_id] * n, pa.string()),
         "ok": pa.array(valid),
-        "error": pa.array(rows["error"], pa.string()),
+        "error": pa.array(error, pa.string()),
         "embedding": col,
     })
     return table.replace_schema_metadata({"xmodal.model": model_id, "xmodal.dim": str(dim)})
