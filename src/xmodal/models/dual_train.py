@@ -138,6 +138,9 @@ def split_rows(td: TrainData, split: str) -> tuple[np.ndarray, np.ndarray]:
     return rows, caps
 
 
+SHIPPED_USES_CC = False  # the shipped recipe also trains on Conceptual Captions 18k
+
+
 @dataclass
 class TrainConfig:
     dim: int = 256
