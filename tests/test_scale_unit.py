@@ -191,3 +191,24 @@ def test_index_choice_follows_size_and_budget():
     assert parse_size("512MB") == 512 * 2**20 and parse_size("1.5G") == int(1.5 * 2**30)
     with pytest.raises(XmodalError, match="memory-budget"):
         parse_size("lots")
+
+
+def test_server_searches_an_ann_folder_and_serves_only_returned_thumbnails(photos, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from xmodal.scale.ann_search import AnnCollection
+    from xmodal.server import create_app
+
+    emb, ann = tmp_path / "emb", tmp_path / "ann"
+    run_embed(photos, emb, engine="local", model_spec=MODEL)
+    build_index([emb], ann, factory="IVF2,Flat", queries=2)
+    app = create_app(None, index=AnnCollection(ann), thumbnail_dir=tmp_path / "thumbs")
+    with TestClient(app) as client:
+        r = client.get("/api/search", params={"q": "green", "limit": 3})
+        assert r.status_code == 200, r.text
+        ids = [h["id"] for h in r.json()["results"]]
+        assert [Path(i).stem.rstrip("0123456789") for i in ids] == ["green"] * 3
+        assert client.get("/api/thumbnail", params={"id": ids[0]}).status_code == 200
+        other = str(next(photos.glob("*/red*.png")))  # never returned by this search
+        assert client.get("/api/thumbnail", params={"id": other}).status_code == 404
+        assert client.get("/api/stats").json()["vectors"] == 12

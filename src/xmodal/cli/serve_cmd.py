@@ -42,6 +42,10 @@ def serve(
         1, "--threads", help="torch/FAISS threads per request (1 is fastest on a busy machine)"
     ),
     log_level: str = typer.Option("info", "--log-level", help="uvicorn log level"),
+    ann: Path = typer.Option(
+        None, "--ann", help="serve an index folder built by 'xmodal ann build' (millions of "
+        "images, memory-mapped) instead of a photo database"
+    ),
     campaign: Path = typer.Option(
         None, "--campaign", help="a machine-in-the-loop campaign database ('xmodal mitl "
         "propose') to judge at /judge and review at /review"
@@ -75,17 +79,22 @@ def serve(
             hosts.append("*")  # any name reaches it; the token protects it
     else:
         hosts.append(host)
+    index = None
+    if ann is not None:
+        from xmodal.scale.ann_search import AnnCollection
+
+        index = AnnCollection(ann)  # a bad folder fails here, not on the first request
     db = db if db is not None else default_db_path()
-    if not db.exists():
+    if ann is None and not db.exists():
         console.print(f"[yellow]note:[/] no photo index at {db} yet; search answers 503 until "
                       f"you build one with 'xmodal index FOLDER --db {db}'")
     if tagger is not None:
         from xmodal.models.tagger import load_tagger
 
         tagger = load_tagger(tagger)  # a bad directory fails here, not on the first request
-    web = create_app(db, reports_dir=reports, thumbnail_dir=thumbnails, model_spec=model,
-                     threads=threads, tagger=tagger, campaign=campaign,
-                     preload=True, allowed_hosts=hosts, access_token=token)
+    web = create_app(None if ann is not None else db, index=index, reports_dir=reports,
+                     thumbnail_dir=thumbnails, model_spec=model, threads=threads,
+                     tagger=tagger, campaign=campaign, preload=True, allowed_hosts=hosts, access_token=token)
     console.print(f"xmodal: serving on http://{host}:{port}/  (API docs at /docs)")
     if campaign is not None:
         console.print(f"judging: http://{host}:{port}/judge?token=TOKEN  ·  review: "

@@ -143,3 +143,80 @@ def search_text(folder: str | os.PathLike, text: str, k: int = 10, nprobe: int |
     scores, ids = index.search_ids(q, k)
     paths = index.paths(ids[0])
     return [{"path": p, "score": float(s)} for p, s in zip(paths, scores[0]) if p is not None]
+
+
+class AnnCollection:
+    """An index folder behind the photo-index interface the server uses (``xmodal serve
+    --ann``): ``search``, ``similar``, ``contains``, ``stats``, ``captions``, ``model``.
+
+    ``contains`` answers True only for paths this object returned from a search (the last
+    100,000): the server serves thumbnails of results, never of arbitrary files, without holding
+    every path of a 100-million-image collection in memory."""
+
+    def __init__(self, folder: str | os.PathLike, nprobe: int | None = None, model=None):
+        self.index = ShardIndex(folder, nprobe)
+        self._model = model
+        self._returned: OrderedDict[str, None] = OrderedDict()
+
+    @property
+    def ann(self) -> ShardIndex:
+        return self.index
+
+    @property
+    def model(self):
+        if self._model is None:
+            from xmodal.index.photo_index import load_model, model_id
+
+            spec = self.index.meta.get("model_spec") or None
+            model = load_model(spec)
+            if model_id(model, spec) != self.index.model_id:
+                raise XmodalError(f"{self.index.folder} was built with model "
+                                  f"{self.index.model_id}, not {model_id(model, spec)}")
+            self._model = model
+        return self._model
+
+    def _hits(self, q: np.ndarray, k: int, skip: str | None = None) -> list:
+        from xmodal.index.photo_index import SearchResult
+
+        scores, ids = self.index.search_ids(q, k)
+        out = []
+        for path, score in zip(self.index.paths(ids[0]), scores[0]):
+            if path is None or path == skip:
+                continue
+            out.append(SearchResult(path, float(score)))
+            self._returned[path] = None
+            self._returned.move_to_end(path)
+        while len(self._returned) > 100_000:
+            self._returned.popitem(last=False)
+        return out
+
+    def search(self, text: str, k: int = 10, offset: int = 0, under=None) -> list:
+        if not isinstance(text, str) or not text.strip():
+            raise XmodalError("the search query is empty: give a sentence such as "
+                              "'a dog on a beach'")
+        if under is not None:
+            raise XmodalError("searching inside a folder (under) is not available with --ann")
+        q = np.asarray(self.model.embed_texts([text.strip()], progress=False), np.float32)
+        return self._hits(q, k + offset)[offset:offset + k]
+
+    def similar(self, image: str | os.PathLike, k: int = 10) -> list:
+        from xmodal.index.scan import load_checked
+        from xmodal.scale.embed import embed_images
+
+        img, reason = load_checked(str(image))
+        if img is None:
+            raise XmodalError(f"cannot use {image} as an example: {reason}")
+        q = embed_images(self.model, [img])
+        return self._hits(q, k + 1, skip=str(image))[:k]
+
+    def contains(self, path: str | os.PathLike) -> bool:
+        return str(path) in self._returned
+
+    def captions(self) -> list:
+        return []
+
+    def stats(self) -> dict:
+        m = self.index.meta
+        return {"ann": self.index.folder.name, "model": m["model"], "dim": m["dim"],
+                "vectors": m["vectors"], "factory": m["factory"], "nprobe": self.index.nprobe,
+                "shards": len(m["shards"])}
