@@ -263,3 +263,32 @@ def test_official_split_numbers_reproduce(originals_root):
                 want = stored[rel][d]["bow5"][c]
                 assert {k: got[k] for k in ("R@1", "R@5", "R@10", "medR")} == \
                     {k: want[k] for k in ("R@1", "R@5", "R@10", "medR")}
+
+
+def test_paired_bootstrap_and_gap_share_by_hand():
+    from xmodal.reproduce.hodosh_originals import paired_bootstrap, selection_summary
+    from xmodal.reproduce.hodosh_report import gap_shares
+
+    hits_a = np.array([1, 1, 1, 0] * 25, dtype=float)  # R@K 0.75
+    hits_b = np.array([1, 0, 1, 0] * 25, dtype=float)  # R@K 0.50
+    a = {k: hits_a for k in ("R@1", "R@5", "R@10", "R-P")} | {"rank": np.arange(1.0, 101)}
+    b = {k: hits_b for k in ("R@1", "R@5", "R@10", "R-P")} | {"rank": np.arange(3.0, 103)}
+    e = paired_bootstrap(a, b)
+    assert e["R@10"]["diff"] == pytest.approx(0.25) and e["R@10"]["ratio"] == pytest.approx(1.5)
+    lo, hi = e["R@10"]["ratio_ci"]
+    assert 1.0 < lo < 1.5 < hi
+    assert e["medR"]["diff"] == -2.0
+    res = {"effects": {"cv": {"gold": {"i2t": {"bow5": {"originals": e}}}}},
+           "against_enlarged": {"cv": {"gold": {"i2t": {"bow5": {"effect": e}}}}},
+           "full_scale": {"claims": [{"claim": "R@1", "paper": 6.0, "ours": 4.0, "system": "bow5",
+                                      "direction": "i2t", "metric": "R@1", "ours_full": 4.0,
+                                      "ours_448_full": 3.0, "controlled": ["cv", "gold"]}]}}
+    (row,) = gap_shares(res)
+    assert row["a"]["estimate"][0] == pytest.approx(6.0)  # 4.0 x 1.5 closes the whole gap
+    assert row["a"]["share"][0] == pytest.approx(1.0)
+    assert row["b"]["estimate"][0] == pytest.approx(4.5)  # 3.0 x 1.5: a quarter of the gap
+    assert row["b"]["share"][0] == pytest.approx(0.25)
+    assert "calibration" not in row  # no 224@448 effect given
+    sel = selection_summary([{"i2t": [(0.5, 10), (1.0, 30)], "t2i": [(5.0, 20)] * 2}])
+    assert sel["i2t"] == {"kappa_share": {"0.5": 0.5, "1.0": 0.5}, "median_n": 20.0}
+    assert sel["t2i"]["kappa_share"] == {"5.0": 1.0}

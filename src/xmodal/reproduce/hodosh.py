@@ -146,7 +146,7 @@ def reproduce(systems=None, singles=None, data=None, out=None, report=None, figu
 
     from xmodal.provenance import git_commit
     from xmodal.reproduce.hodosh_report import plot_recall_curves, render
-    from xmodal.reproduce.output import REPORTS, RESULTS, record, utc_now
+    from xmodal.reproduce.output import REPORTS, RESULTS, read_json, record, utc_now
 
     systems = list(systems or DEFAULT_SYSTEMS)
     singles = [s for s in systems if s != "nn"] if singles is None else list(singles)
@@ -159,6 +159,8 @@ def reproduce(systems=None, singles=None, data=None, out=None, report=None, figu
            out or RESULTS)
     report = Path(report or REPORTS / "hodosh.md")
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(render(res, command, extra))
+    originals = (read_json(Path(out or RESULTS) / "hodosh_originals.json")
+                 or read_json(RESULTS / "hodosh_originals.json"))  # its section, if it was run
+    report.write_text(render(res, command, extra, originals or None))
     log(f"wrote {report}")
     return res

@@ -63,7 +63,15 @@ SUMMARY = """
 * **Our approximations are not the cause.** Retraining on the exact 6,000 x 6,000 image and
   text kernels at rank 3,000 (the `-full` rows, as the paper's exact KCCA) moves every number by
   about a point at most (Tri5Sem annotation R@1 4.6, S@10 39.6 / 39.2, R-P 9.9 / 7.6).
-* **Image resolution is a likely cause.** Halving the resolution once more (112x112, same
+* **Image resolution explains a minority of the gap.** The section "Originals against our
+  224-px copies" runs the same pipeline on 1,000 original-resolution Flickr8K photos and on our
+  copies of the same photos: the originals win by a few points of R@10 and a few places of
+  median rank, significantly for every system in cross-validation, but move R@1 little; shrinking
+  them to 224x224 here loses exactly what our copies lose (the detail, not the re-encode), and
+  enlarging our copies to 448x448 restores the originals' kernel statistics but not their gain.
+  Carried over to the 8K numbers, the originals would close about a fifth to a third of the S@10
+  gap and less than half of every R@1 and R-precision gap (none of Tri5Sem's).
+* **Lower resolution costs more.** Halving the resolution once more (112x112, same
   pixel-level feature parameters; row `BoW5 on 112x112 images`) costs BoW5 about a quarter of its
   R@5 (12.9 -> 9.9 annotation, 12.9 -> 10.3 search) and 20 places of median rank. The paper's
   images are about 2.2x larger per side than ours.
@@ -74,7 +82,7 @@ SUMMARY = """
   and 52 / 56, significant), crowd S@10 42.4 / 40.9 and R-precision 10.2 / 8.5; with exact
   kernels as well, S@10 43.1 / 42.2 and R-precision 10.3 / 8.8. R@1 does not move (4.2-4.6),
   and the gap to the paper shrinks by a third to a half on S@10 and R-precision but does not
-  close. Only the originals could tell how much of the rest is the lost detail.
+  close; on the 1,000 originals the same enlargement gains less than the originals do.
 * **Modern image features change the picture**: the same KCCA + Borda framework over
   EfficientNet-Lite0 features gives annotation R@1 17-18, R@10 55-56, median rank 8 and
   crowd S@10 about 70%, far above both our pixel-feature systems and the paper's numbers.
@@ -150,23 +158,27 @@ PAPER = {
 }
 
 
+# each number the paper's text states: (claim, paper value, where ours is in the results)
+PAPER_CLAIMS = [
+    ("Annotation R@1, Tri5Sem", 8.3, ("flickr8k-hodosh", "i2t", "tri5sem", "R@1")),
+    ("Annotation R@1, BoW5", 6.2, ("flickr8k-hodosh", "i2t", "bow5", "R@1")),
+    ("Annotation R@1, TagRank", 6.0, ("flickr8k-hodosh", "i2t", "tagrank", "R@1")),
+    ("Annotation S@10, Tri5Sem", 49.1, ("flickr8k-hodosh-crowd", "i2t", "tri5sem", "R@10")),
+    ("Search S@10, Tri5Sem", 48.5, ("flickr8k-hodosh-crowd", "t2i", "tri5sem", "R@10")),
+    ("Annotation R-precision, Tri5", 11.6, ("flickr8k-hodosh-crowd", "i2t", "tri5", "R-P")),
+    ("Search R-precision, Tri5", 11.0, ("flickr8k-hodosh-crowd", "t2i", "tri5", "R-P")),
+    ("Annotation R-precision, Tri5Sem", 13.4,
+     ("flickr8k-hodosh-crowd", "i2t", "tri5sem", "R-P")),
+    ("Search R-precision, Tri5Sem", 13.7, ("flickr8k-hodosh-crowd", "t2i", "tri5sem", "R-P")),
+    ("Tri5Sem top caption expert = 4.0 (% images)", 11.0, ("expert", "tri5sem", ">=4.0")),
+    ("Tri5Sem top caption expert >= 2.66 (% images)", 28.1, ("expert", "tri5sem", ">=2.66")),
+]
+
+
 def paper_comparison(res: dict) -> str:
     """Each number the paper's text states, next to ours and the gap (percentage points)."""
     m = res["metrics"]
-    claims = [
-        ("Annotation R@1, Tri5Sem", 8.3, ("flickr8k-hodosh", "i2t", "tri5sem", "R@1")),
-        ("Annotation R@1, BoW5", 6.2, ("flickr8k-hodosh", "i2t", "bow5", "R@1")),
-        ("Annotation R@1, TagRank", 6.0, ("flickr8k-hodosh", "i2t", "tagrank", "R@1")),
-        ("Annotation S@10, Tri5Sem", 49.1, ("flickr8k-hodosh-crowd", "i2t", "tri5sem", "R@10")),
-        ("Search S@10, Tri5Sem", 48.5, ("flickr8k-hodosh-crowd", "t2i", "tri5sem", "R@10")),
-        ("Annotation R-precision, Tri5", 11.6, ("flickr8k-hodosh-crowd", "i2t", "tri5", "R-P")),
-        ("Search R-precision, Tri5", 11.0, ("flickr8k-hodosh-crowd", "t2i", "tri5", "R-P")),
-        ("Annotation R-precision, Tri5Sem", 13.4,
-         ("flickr8k-hodosh-crowd", "i2t", "tri5sem", "R-P")),
-        ("Search R-precision, Tri5Sem", 13.7, ("flickr8k-hodosh-crowd", "t2i", "tri5sem", "R-P")),
-        ("Tri5Sem top caption expert = 4.0 (% images)", 11.0, ("expert", "tri5sem", ">=4.0")),
-        ("Tri5Sem top caption expert >= 2.66 (% images)", 28.1, ("expert", "tri5sem", ">=2.66")),
-    ]
+    claims = PAPER_CLAIMS
     L = ["\n## Paper numbers against ours\n",
          "Percentages. The paper's numbers are on the original-resolution images; ours on the "
          "224x224 re-encodes. `with EfficientNet` is the same text kernel with the modern image "
@@ -267,7 +279,8 @@ def plot_recall_curves(res: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def render(res: dict, command: str, extra_md: str = "") -> str:
+def render(res: dict, command: str, extra_md: str = "", originals: dict | None = None) -> str:
+    """The whole report; ``originals`` (a ``hodosh_originals.json`` payload) adds its section."""
     systems = [s for s in res["systems"] if not s.endswith("@single")]
     singles = [s for s in res["systems"] if s.endswith("@single")]
     L = []
@@ -348,6 +361,8 @@ def render(res: dict, command: str, extra_md: str = "") -> str:
           f" | {e['n_judged']} | {e['mean_judged']:.2f} | {pct(e['judged>=4.0'])} | "
           f"{pct(e['judged>=2.66'])} | {pct(e['top_is_gold'])} |")
 
+    if originals:
+        A("\n" + originals_section(originals))
     A(paper_comparison(res))
     A(TRIED)
     A(COST)
@@ -383,3 +398,359 @@ def render(res: dict, command: str, extra_md: str = "") -> str:
             a, b = c["i2t"][key], c["t2i"][key]
             A(f"| {key} | {a[0]:.2f} | {a[1]:.2f} | {b[0]:.2f} | {b[1]:.2f} |")
     return "\n".join(L) + "\n"
+
+
+
+# ----------------------------------------------------------- originals against 224-px copies
+ORIGINALS_START = "<!-- originals: generated by `xmodal reproduce hodosh --part originals` -->"
+ORIGINALS_END = "<!-- originals: end -->"
+
+
+def _cell(m: dict, key: str, p: float | None = None) -> str:
+    v = m[key]
+    txt = f"{v:.0f}" if key == "medR" else f"{v:.1f}" if key == "meanR" else pct(v)
+    return txt + stars(p)
+
+
+def originals_tables(res: dict) -> list[str]:
+    """The metric tables of ``hodosh_originals.json`` (results part): per protocol and relevance,
+    every system on every copy, stars against the 224-px copies."""
+    L = []
+    conds = list(res["conditions"])
+    ref = res["reference"]
+    titles = {
+        ("official", "gold"): "Official split of the set (125 test images x caption #2; train "
+                              "753, select on 113): rank of the original item",
+        ("cv", "gold"): f"{res['folds']}-fold cross-validation over all 1,000 photos (pools of "
+                        "125; per-query ranks pooled: 1,000 queries per task): rank of the "
+                        "original item",
+        ("official", "crowd"): "Official split, crowd-extended relevance (S@K, R-precision)",
+        ("cv", "crowd"): "Cross-validation, crowd-extended relevance (S@K, R-precision)",
+    }
+    for (protocol, rel), title in titles.items():
+        metrics = res["metrics"][protocol][rel]
+        sig = res["significance"].get(protocol, {}).get(rel, {})
+        keys = ("R@1", "R@5", "R@10", "medR") if rel == "gold" else ("R@1", "R@5", "R@10", "R-P")
+        names = ("R@1", "R@5", "R@10", "medR") if rel == "gold" else ("S@1", "S@5", "S@10", "R-P")
+        L.append(f"\n#### {title}\n")
+        L.append("| System | Copy | " + " | ".join(f"Ann. {n}" for n in names) + " | "
+                 + " | ".join(f"Search {n}" for n in names) + " |")
+        L.append("|---|---|" + "---|" * (2 * len(keys)))
+        for system in res["systems"]:
+            for c in conds:
+                cells = []
+                for d in ("i2t", "t2i"):
+                    m = metrics[d][system][c]
+                    for k in keys:
+                        p = sig.get(d, {}).get(system, {}).get(c, {}).get(
+                            "rank" if k == "medR" else k)
+                        cells.append(_cell(m, k, p))
+                L.append(f"| {label(system)} | {c} | " + " | ".join(cells) + " |")
+    return L
+
+
+def features_tables(feat: dict) -> list[str]:
+    """Kernel statistics, kernel agreement between copies and shared-codebook histograms."""
+    L = ["\n#### The pixel features themselves\n",
+         "Image kernels over the 1,000 photos (per feature: spatial-pyramid intersection; "
+         "`combined`: their mean squared, the kernel KCCA uses). `mean` / `sd`: off-diagonal "
+         "values; `eff. dim`: participation ratio of the centred kernel's eigenvalues.\n",
+         "| Copy | Feature | mean | sd | eff. dim |", "|---|---|---|---|---|"]
+    for c, per in feat["kernel_stats"].items():
+        for f, st in per.items():
+            L.append(f"| {c} | {f} | {st['mean_offdiag']:.3f} | {st['sd_offdiag']:.3f} | "
+                     f"{st['effective_dim']:.1f} |")
+    L += ["\nAgreement of two copies' kernels over the same photos: Pearson and Spearman "
+          "correlation of the off-diagonal entries, mean per-photo Spearman correlation of its "
+          "row, mean overlap of each photo's 10 nearest neighbours.\n",
+          "| Copies | Feature | Pearson | Spearman | row Spearman | top-10 overlap |",
+          "|---|---|---|---|---|---|"]
+    shown = set()
+    for ref, per in feat["agreement"].items():
+        for c, fs in per.items():
+            if frozenset((c, ref)) in shown:
+                continue
+            shown.add(frozenset((c, ref)))
+            for f, a in fs.items():
+                L.append(f"| {c} vs {ref} | {f} | {a['pearson']:.3f} | {a['spearman']:.3f} | "
+                         f"{a['row_spearman']:.3f} | {a['top10_overlap']:.3f} |")
+    L += ["\nVisual-word histograms (level 0) of each photo as a 224-px copy and as an original, "
+          "both quantised with the 224-px copies' codebooks: histogram intersection of the same "
+          "photo's two versions (1 = identical), against the mean intersection of different "
+          "photos, and how often a photo's original finds its own copy first among the 1,000 "
+          "copies.\n",
+          "| Feature | same photo (sd) | other photos, copies | other photos, original vs copy "
+          "| own copy ranked 1st | median rank of own copy |",
+          "|---|---|---|---|---|---|"]
+    for f, h in feat["shared_codebook"].items():
+        L.append(f"| {f} | {h['same_image']:.3f} ({h['same_image_sd']:.3f}) | "
+                 f"{h['other_images_copies']:.3f} | {h['other_images_cross']:.3f} | "
+                 f"{pct(h['own_copy_rank1'])}% | {h['own_copy_median_rank']:.0f} |")
+    return L
+
+
+def _ratio(e: dict) -> str:
+    lo, hi = e["ratio_ci"]
+    return f"{e['ratio']:.2f} [{lo:.2f}, {hi:.2f}]"
+
+
+def effects_table(res: dict) -> list[str]:
+    """Originals (and the controls) against the 224-px copies, cross-validation: differences in
+    points and ratios with 95% paired-bootstrap intervals."""
+    eff = res["effects"]["cv"]
+    L = ["\n#### Effect of the copy (cross-validation, 1,000 queries per task)\n",
+         "Each copy against the `224` copy of the same system: difference in points and the "
+         "ratio of the means with its 95% paired-bootstrap interval (2,000 resamples of the "
+         "queries); medR as a difference in places. R-P with crowd-extended relevance.\n",
+         "| System | Copy | Task | R@1 | R@1 ratio | R@10 | R@10 ratio | R-P ratio | medR |",
+         "|---|---|---|---|---|---|---|---|---|"]
+    for system in res["systems"]:
+        for c in [c for c in res["conditions"] if c != res["reference"]]:
+            for d, task in (("i2t", "Ann."), ("t2i", "Search")):
+                g = eff["gold"][d][system][c]
+                cr = eff["crowd"][d][system][c]
+                L.append(f"| {label(system)} | {c} | {task} | {100 * g['R@1']['diff']:+.1f} | "
+                         f"{_ratio(g['R@1'])} | {100 * g['R@10']['diff']:+.1f} | "
+                         f"{_ratio(g['R@10'])} | {_ratio(cr['R-P'])} | "
+                         f"{g['medR']['diff']:+.0f} |")
+    return L
+
+
+def selection_table(res: dict) -> list[str]:
+    """Which kappa the dev selection picked (share of the 15 selected settings, all CV folds)
+    and the median n, per copy."""
+    sel = res["selection"]["cv"]
+    kappas = sorted({k for s in sel.values() for c in s.values() for t in c.values()
+                     for k in t["kappa_share"]}, key=float)
+    L = ["\n#### What the dev selection chose (cross-validation folds)\n",
+         "Share of each kappa among the 15 selected (kappa, n) settings per task, over the 8 "
+         "folds, and the median n.\n",
+         "| System | Copy | " + " | ".join(f"Ann. kappa {k}" for k in kappas) + " | Ann. n | "
+         + " | ".join(f"Search kappa {k}" for k in kappas) + " | Search n |",
+         "|---|---|" + "---|" * (2 * len(kappas) + 2)]
+    for system, per in sel.items():
+        for c, t in per.items():
+            cells = []
+            for d in ("i2t", "t2i"):
+                cells += [f"{100 * t[d]['kappa_share'].get(k, 0):.0f}%" for k in kappas]
+                cells.append(f"{t[d]['median_n']:.0f}")
+            L.append(f"| {label(system)} | {c} | " + " | ".join(cells) + " |")
+    return L
+
+
+def gap_shares(res: dict) -> list[dict]:
+    """Each paper claim with two estimates of what the originals would give on the 8K pools.
+
+    (a) our exact-kernel 224-px number (``-full``) times the cross-validated ratio originals /
+    224; its calibration: the same rule for the 448-px enlargement (``-full`` x ratio 224@448 /
+    224) against the measured ``-448-full`` number. (b) the measured ``-448-full`` number times
+    the ratio originals / 224@448. ``share``: the part of the gap (paper - ours) an estimate
+    closes, with the ratio's 95% interval."""
+    rows = []
+    for c in res.get("full_scale", {}).get("claims", []):
+        protocol, rel = c["controlled"]
+        per = res["effects"][protocol][rel][c["direction"]].get(c["system"], {})
+        vs448 = res.get("against_enlarged", {}).get(protocol, {}).get(rel, {}).get(
+            c["direction"], {}).get(c["system"])
+        gap = c["paper"] - c["ours"]
+        row = dict(c)
+        for name, base, eff in (("a", c.get("ours_full"), per.get("originals")),
+                                ("calibration", c.get("ours_full"), per.get("224@448")),
+                                ("b", c.get("ours_448_full"), vs448 and vs448["effect"])):
+            if base is None or eff is None:
+                continue
+            r = eff[c["metric"]]
+            est = [base * x for x in (r["ratio"], *r["ratio_ci"])]
+            row[name] = {"ratio": r["ratio"], "estimate": est,
+                         "share": [(x - c["ours"]) / gap for x in est]}
+        rows.append(row)
+    return rows
+
+
+def gap_table(res: dict) -> list[str]:
+    rows = [r for r in gap_shares(res) if "a" in r]
+    if not rows:
+        return []
+    src = res["full_scale"]["source"]
+
+    def est(r, name):
+        if name not in r:
+            return "", ""
+        e, sh = r[name]["estimate"], r[name]["share"]
+        return (f"{e[0]:.1f} [{e[1]:.1f}, {e[2]:.1f}]",
+                f"{100 * sh[0]:.0f}% [{100 * sh[1]:.0f}, {100 * sh[2]:.0f}]")
+
+    L = ["\n#### What the originals' gain would mean for the gap to the paper (estimates)\n",
+         "The controlled runs cannot be compared with the paper directly (pools of 125, 750 "
+         "training photos), so their effect is carried over as a ratio of the same metric "
+         "(R@1: original pair; S@10 and R-P: crowd-extended; cross-validation, 95% "
+         "paired-bootstrap interval of the ratio) to our measured 8K numbers "
+         f"(`hodosh_reproduction.json`, commit `{src.get('commit')}`): (a) our exact-kernel "
+         "224-px number x originals / 224; (b) our exact-kernel 448-px number (measured) x "
+         "originals / 224@448. The calibration column applies rule (a) to the 448-px "
+         "enlargement, whose 8K number is known: where it falls short of the measured 448-px "
+         "number, rule (a) understates an effect at 8K scale, and (b), anchored on a measured "
+         "8K point nearer the originals, is the better guess. `share`: the part of the gap "
+         "(paper - ours, main rows) the estimate closes.\n",
+         "| Claim | Paper | Ours | (a) 224 exact x ratio | share (a) | calibration: 224 exact "
+         "x 448/224 vs measured 448 exact | (b) 448 exact x ratio | share (b) |",
+         "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        a, sa = est(r, "a")
+        b, sb = est(r, "b")
+        cal = ""
+        if "calibration" in r and r.get("ours_448_full") is not None:
+            cal = f"{r['calibration']['estimate'][0]:.1f} vs {r['ours_448_full']:.1f}"
+        L.append(f"| {r['claim']} | {r['paper']} | {r['ours']:.1f} | {a} | {sa} | {cal} | {b} | "
+                 f"{sb} |")
+    return L
+
+
+def originals_conclusion(res: dict) -> list[str]:
+    """The plain statement: what resolution does, what the controls say, what remains."""
+    ref, eff, sig = res["reference"], res["effects"]["cv"]["gold"], res["significance"]["cv"]
+    systems = res["systems"]
+    pairs = [(s, d) for s in systems for d in ("i2t", "t2i")]
+
+    def span(copy: str, metric: str, scale: float = 100.0) -> tuple[float, float]:
+        v = [scale * eff[d][s][copy][metric]["diff"] for s, d in pairs]
+        return min(v), max(v)
+
+    def n_sig(copy: str, metric: str, rel: str = "gold") -> int:
+        test = "rank" if metric == "medR" else metric
+        return sum(sig[rel][d][s][copy][test] <= 0.05 for s, d in pairs)
+
+    def ratios(copy: str, metric: str) -> tuple[float, float]:
+        v = [eff[d][s][copy][metric]["ratio"] for s, d in pairs]
+        return min(v), max(v)
+
+    n = len(pairs)
+    r10, r1, med = span("originals", "R@10"), span("originals", "R@1"), span("originals", "medR", 1)
+    q10 = ratios("originals", "R@10")
+    L = ["\n#### Conclusion\n",
+         f"* **Resolution matters, and the effect is real but moderate.** On the same photos, "
+         f"with everything else equal, the originals beat our 224-px copies in the "
+         f"cross-validation by {r10[0]:+.1f} to {r10[1]:+.1f} points of R@10 (ratio "
+         f"{q10[0]:.2f}-{q10[1]:.2f}; p <= 0.05 in {n_sig('originals', 'R@10')} of {n} "
+         f"system x task pairs) and {med[0]:+.0f} to {med[1]:+.0f} places of median rank "
+         f"(p <= 0.05 in {n_sig('originals', 'medR')} of {n}); R@1 moves by {r1[0]:+.1f} to "
+         f"{r1[1]:+.1f} points (p <= 0.05 in {n_sig('originals', 'R@1')} of {n}). On the "
+         "official split of the set (125 queries per task) the same differences are mostly "
+         "within the noise."]
+    if "originals@224" in res["conditions"]:
+        a = span("originals@224", "R@10")
+        L.append(f"* **The re-encode itself costs nothing.** The originals shrunk to 224x224 here "
+                 f"behave like our copies (R@10 {a[0]:+.1f} to {a[1]:+.1f} points; p <= 0.05 "
+                 f"in {n_sig('originals@224', 'R@10')} of {n} pairs, its kernel correlates "
+                 f"{res['features']['agreement'][ref]['originals@224']['combined']['pearson']:.3f}"
+                 " with ours): what our copies lose is the detail of the larger images, not "
+                 "JPEG quality or the aspect ratio.")
+    if "224@448" in res["conditions"]:
+        a, st = span("224@448", "R@10"), res["features"]["kernel_stats"]
+        agree = res["features"]["agreement"]
+        L.append(f"* **Restoring the scale is not restoring the detail.** Our copies enlarged to "
+                 f"448x448 get the originals' kernel statistics (combined kernel: off-diagonal "
+                 f"mean {st['224@448']['combined']['mean_offdiag']:.3f} vs "
+                 f"{st['originals']['combined']['mean_offdiag']:.3f} for the originals and "
+                 f"{st[ref]['combined']['mean_offdiag']:.3f} for ours; effective dimension "
+                 f"{st['224@448']['combined']['effective_dim']:.0f} vs "
+                 f"{st['originals']['combined']['effective_dim']:.0f} and "
+                 f"{st[ref]['combined']['effective_dim']:.0f}) and a kernel closer to theirs "
+                 f"(Pearson {agree['originals']['224@448']['combined']['pearson']:.3f} against "
+                 f"{agree['originals'][ref]['combined']['pearson']:.3f}), but only "
+                 f"{a[0]:+.1f} to {a[1]:+.1f} points of R@10 (p <= 0.05 in "
+                 f"{n_sig('224@448', 'R@10')} of {n}). So the originals' gain is not a kernel "
+                 "scale or normalisation that a setting could restore, and the dev selection "
+                 "picks similar (kappa, n) for every copy (table above): there is no cheap fix "
+                 "for the 8K reproduction; it needs the original photos.")
+    vs = res.get("against_enlarged", {}).get("cv", {}).get("gold", {})
+    if vs:
+        d10 = [100 * vs[d][s]["effect"]["R@10"]["diff"] for s, d in pairs]
+        n10 = sum(vs[d][s]["p"]["R@10"] <= 0.05 for s, d in pairs)
+        nmed = sum(vs[d][s]["p"]["rank"] <= 0.05 for s, d in pairs)
+        L.append(f"* **The originals also beat the enlargement**: {min(d10):+.1f} to "
+                 f"{max(d10):+.1f} points of R@10 over `224@448` (p <= 0.05 in {n10} of {n} "
+                 f"pairs; median rank in {nmed} of {n}).")
+    rows = [r for r in gap_shares(res) if "b" in r]
+    if rows:
+        def share(name: str, metric: str) -> str:
+            v = [100 * r[name]["share"][0] for r in rows if r["metric"] == metric and name in r]
+            return f"{min(v):.0f}-{max(v):.0f}%" if v else "n/a"
+
+        short = [r for r in rows if "calibration" in r and r["calibration"]["estimate"][0]
+                 < r["ours_448_full"]]
+        L.append("* **How much of the gap to the paper resolution explains** (estimates, table "
+                 "below). Anchored on our measured 448-px 8K numbers and the originals' ratio "
+                 f"over the enlargement (b), the originals would close {share('b', 'R@10')} of "
+                 f"the S@10 gaps, {share('b', 'R-P')} of the R-precision gaps and "
+                 f"{share('b', 'R@1')} of the R@1 gaps; scaling our 224-px numbers directly (a) "
+                 f"gives {share('a', 'R@10')}, {share('a', 'R-P')} and {share('a', 'R@1')}, but "
+                 f"the same rule understates the measured 448-px effect in {len(short)} of "
+                 f"{len([r for r in rows if 'calibration' in r])} claims, so (b) is the better "
+                 "guess.")
+        rest = [100 * (1 - r["b"]["share"][0]) for r in rows]
+        L.append(f"* **What remains**: by estimate (b), {min(rest):.0f}-{max(rest):.0f}% of each "
+                 "gap is not resolution. The KCCA is not it either (exact kernels move the 8K "
+                 "numbers by about a point, `-full` rows), nor the re-encode, the kernel scale "
+                 "or the dev selection (above). The candidates we cannot test without the "
+                 "paper's materials are the lost texture filter bank (ours is an oriented-edge "
+                 "bank), codebooks learned on PASCAL rather than Flickr8K, the BNC statistics "
+                 "behind Tri5Sem (GloVe here) and details of the caption preprocessing.")
+    return L
+
+
+def originals_section(payload: dict) -> str:
+    """The report's section on issue 18, from ``hodosh_originals.json``."""
+    res = payload["results"]
+    im = res["images"]
+    L = [ORIGINALS_START,
+         "\n## Originals against our 224-px copies (the same pipeline, the same photos)\n",
+         f"Regenerate: `{payload['command']}` ({res['timings']['total_s'] / 60:.0f} minutes on "
+         f"the 2-core machine; commit `{payload['commit']}`, {payload['date'][:10]}). Results: "
+         "`benchmarks/results/hodosh_originals.json`.\n",
+         f"{im['n']:,} Flickr8K photos at their original resolution (median "
+         f"{im['median_width']:.0f}x{im['median_height']:.0f}, {im['median_pixels_vs_224']:.1f}x "
+         "the pixels of a 224x224 copy; the first 1,000 file names: "
+         f"{res['splits']['official'][0]} train, {res['splits']['official'][1]} dev, "
+         f"{res['splits']['official'][2]} test images of the official split) and the same photos "
+         "in other copies:\n"]
+    L += [f"* `{c}`: {d}" for c, d in res["conditions"].items()]
+    L.append("\nEvery copy runs the same pipeline: its own codebooks learned the same way from "
+             "the same 200 of the set's 753 official training photos, visual words, pyramid "
+             "kernels, the same text kernels (fitted on the training captions of each split), "
+             "exact KCCA on every training image (the settings table's `hodosh-NAME-full` "
+             "records, rank capped by the training set) and the same dev selection and Borda "
+             "ensembles. Splits, folds and captions are shared, so the copies differ only in "
+             "their pixels. Stars: different from the `224` copy of the same system "
+             f"(`xmodal.eval.compare`: McNemar for R@K / S@K, paired randomization for the "
+             "per-query rank (medR column) and R-precision): *** p <= 0.01, ** p <= 0.05, "
+             "* p <= 0.1. In the cross-validation, fold f is tested, fold f + 1 selects and the "
+             "other six train (750 photos); codebooks come from official training photos, some "
+             "of which are then in a test fold (no captions are involved in a codebook).")
+    L += originals_conclusion(res)
+    L += originals_tables(res)
+    L += effects_table(res)
+    L += gap_table(res)
+    L += selection_table(res)
+    L += features_tables(res["features"])
+    return "\n".join(L) + "\n" + ORIGINALS_END + "\n"
+
+
+def with_originals_section(text: str, section: str) -> str:
+    """``text`` with its originals section replaced (or inserted before the paper comparison)."""
+    if ORIGINALS_START in text and ORIGINALS_END in text:
+        head, rest = text.split(ORIGINALS_START, 1)
+        return head + section.rstrip("\n") + rest.split(ORIGINALS_END, 1)[1]
+    anchor = "\n## Paper numbers against ours"
+    if anchor in text:
+        head, tail = text.split(anchor, 1)
+        return head.rstrip("\n") + "\n\n" + section + anchor + tail
+    return text.rstrip("\n") + "\n\n" + section
+
+
+def write_originals_section(path: Path, payload: dict) -> None:
+    """Rewrite only the originals section of the report at ``path``."""
+    path = Path(path)
+    text = path.read_text() if path.is_file() else "# Hodosh et al. (2013) on Flickr8K\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(with_originals_section(text, originals_section(payload)))
