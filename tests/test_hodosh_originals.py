@@ -15,7 +15,8 @@ import pytest
 from xmodal.errors import XmodalError
 
 ORIGINALS = Path(os.environ.get(
-    "XMODAL_FLICKR8K_ORIGINALS", Path(__file__).resolve().parents[2] / "data" / "flickr8k-originals"))
+    "XMODAL_FLICKR8K_ORIGINALS",
+    Path(__file__).resolve().parents[2] / "data" / "flickr8k-originals"))
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "hodosh_originals.json"
 
 

@@ -148,7 +148,7 @@ def hodosh(
     originals: Path = typer.Option(None, "--originals", help="--part originals: the folder of "
                                    "the original photos (Images/ and captions.txt, or data/ "
                                    "holding them); default ../data/flickr8k-originals beside "
-                                   "the repository."),
+                                   "the repository ($XMODAL_FLICKR8K_ORIGINALS)."),
     conditions: str = typer.Option(None, "--conditions", help="--part originals: copies to run "
                                    "(default 224,originals,originals@224,224@448)."),
 ) -> None:
