@@ -237,3 +237,38 @@ def test_hard_negative_weighting_still_learns():
     r = recall_5cap(heads.embed_images(td.pooled[test]), heads.embed_texts(td.text[caps]),
                     td.caption_image[caps] - test[0])
     assert r["t2i_R@1"] > 30 and r["i2t_R@1"] > 40
+
+
+def test_training_with_one_caption_images_learns_the_pairing():
+    """Web alt-text images (one caption) beside Flickr8K-style images (five) in one batch."""
+    td = _synthetic()
+    keep = np.ones(len(td.caption_image), bool)
+    one_caption = np.arange(100, 200)  # train images 100..199 keep only their first caption
+    for r in one_caption:
+        keep[np.flatnonzero(td.caption_image == r)[1:]] = False
+    td.text, td.caption_image = td.text[keep], td.caption_image[keep]
+    assert np.bincount(td.caption_image)[one_caption].max() == 1
+    cfg = TrainConfig(dim=16, hidden=32, epochs=12, batch_images=100, lr=1e-2, eval_every=10)
+    heads, history, _ = fit_heads(td, cfg, log=lambda *_: None)
+    assert history[-1]["loss"] < history[0]["loss"]
+    rows = td.splits["test"]
+    caps = np.flatnonzero(np.isin(td.caption_image, rows))
+    pos = {int(r): i for i, r in enumerate(rows)}
+    r = recall_5cap(heads.embed_images(td.pooled[rows]), heads.embed_texts(td.text[caps]),
+                    np.array([pos[int(c)] for c in td.caption_image[caps]]))
+    assert r["i2t_R@5"] > 3 * 100 * 5 / len(rows) and r["t2i_R@5"] > 3 * 100 * 5 / len(rows)
+
+
+def test_encoder_names_are_saved_and_checked(trained, tmp_path):
+    td, model, _ = trained
+    model2 = DualEncoder(dim=16, hidden=32, bridge_weight=0.25, image_backbone="lite2",
+                         text_encoder="mpnet")
+    model2.heads_, model2.class_text_ = model.heads_, model.class_text_
+    loaded = DualEncoder.load(model2.save(tmp_path / "m"))
+    assert loaded.image_backbone == "lite2" and loaded.text_encoder == "mpnet"
+    saved = json.loads((tmp_path / "m" / "config.json").read_text())["params"]
+    assert saved["image_backbone"] == "lite2" and saved["text_encoder"] == "mpnet"
+    with pytest.raises(XmodalError, match="image backbone"):
+        DualEncoder(image_backbone="resnet50")
+    with pytest.raises(XmodalError, match="text encoder"):
+        DualEncoder(text_encoder="bert")

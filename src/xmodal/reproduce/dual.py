@@ -204,7 +204,7 @@ def ensembles(names, data=None, weights=(0.0, 0.1, 0.2)) -> list[dict]:
 
 def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_names=(),
               max_train: int = 6000, data=None, out=None,
-              command: str = "xmodal reproduce dual") -> dict:
+              command: str = "xmodal reproduce dual", broader_names=(), models_dir=None) -> dict:
     """Run the requested parts, merge them into ``dual_encoder.json`` (parts not rerun are
     kept) and write the tables to ``dual_encoder_tables.md`` beside it."""
     from xmodal.reproduce.dual_report import markdown
@@ -221,6 +221,12 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
         res["variants"] = variants(variant_names, max_train, data)
     if ensemble_names:
         res["ensembles"] = ensembles(ensemble_names, data)
+    if broader_names:
+        from xmodal.reproduce.dual_broader import broader
+
+        done = {v["variant"]: v for v in res.get("broader", [])}
+        done.update({v["variant"]: v for v in broader(broader_names, data, models_dir=models_dir)})
+        res["broader"] = list(done.values())
     res.update(stamp(command), elapsed_s=time.time() - t0)
     write_json(path, res)
     (path.parent / "dual_encoder_tables.md").write_text(markdown(res))

@@ -62,4 +62,8 @@ def markdown(res: dict) -> str:
                   f"{v['fit_s']} | {v['dev']['i2t_R@1']:.1f} / {v['dev']['t2i_R@1']:.1f} | "
                   f"{v['dev_mean_r1']:.2f} |" for v in res["ensembles"]]
         lines.append("")
+    if res.get("broader"):
+        from xmodal.reproduce.dual_broader import broader_table
+
+        lines += broader_table(res["broader"])
     return "\n".join(lines)
