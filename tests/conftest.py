@@ -9,6 +9,10 @@ import pytest
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Unpacked weights and their ONNX exports (hundreds of MB) are shared by every test, also by
+# those that point XMODAL_CACHE at an empty folder of their own.
+os.environ.setdefault("XMODAL_MODELS", str(Path(__file__).resolve().parents[1] / ".cache"
+                                           / "test-models"))
 
 DATA_ROOT = Path(
     os.environ.get("XMODAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")

@@ -44,3 +44,13 @@ def cache_dir() -> Path:
     root = Path(os.environ.get("XMODAL_CACHE", Path.home() / ".cache" / "xmodal")).expanduser()
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def models_dir() -> Path:
+    """Files derived from installed weights (unpacked models, their ONNX exports):
+    ``$XMODAL_MODELS`` or ``cache_dir()/models``. Kept apart from the feature cache so that a
+    fresh feature cache (tests, benchmarks) does not unpack and export them again."""
+    env = os.environ.get("XMODAL_MODELS")
+    root = Path(env).expanduser() if env else cache_dir() / "models"
+    root.mkdir(parents=True, exist_ok=True)
+    return root

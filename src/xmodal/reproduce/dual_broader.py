@@ -32,8 +32,10 @@ BROADER: dict[str, tuple[dict, bool]] = {
     "cc_lite2_mpnet": ({"image_backbone": "lite2", "text_encoder": "mpnet"}, True),
     "cc_lite2_mpnet_h1024": ({"image_backbone": "lite2", "text_encoder": "mpnet",
                               "hidden": 1024}, True),
-    "cc_lite2_mpnet_ens3": ({"image_backbone": "lite2", "text_encoder": "mpnet",
-                             "ensemble_size": 3}, True),
+    "cc_lite2_mpnet_ens2": ({"image_backbone": "lite2", "text_encoder": "mpnet",
+                             "ensemble_size": 2}, True),
+    "cc_lite2_mpnet_ep80": ({"image_backbone": "lite2", "text_encoder": "mpnet",
+                             "epochs": 80}, True),
 }
 
 
