@@ -85,9 +85,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--stored", type=Path, default=RESULTS / "hodosh_reproduction.json")
     ap.add_argument("--report", type=Path, default=REPORT)
     ap.add_argument("--no-record", action="store_true", help="print only")
+    ap.add_argument("--note", default="", help="what explains the differences (recorded)")
     args = ap.parse_args(argv)
     stored = json.loads(args.stored.read_text())
-    res: dict = {"stored": {k: stored.get(k) for k in ("command", "commit", "date")}, "runs": []}
+    res: dict = {"stored": {k: stored.get(k) for k in ("command", "commit", "date")}, "runs": [],
+                 "note": args.note}
     for run in args.runs:
         fresh = json.loads((run / "hodosh_reproduction.json").read_text())
         num = compare_results(fresh["results"], stored["results"])
