@@ -8,6 +8,12 @@ found in at least ``min_captions`` of its captions (1 = any caption).
 
     vocab = build_keyword_vocabulary(flickr, flickr.split("train"))
     Y = image_keyword_matrix(flickr, flickr.split("test"), vocab)   # (n_images, n_words) bool
+
+Several datasets at once (e.g. Flickr8K's 5 captions an image and Conceptual Captions' one
+alt-text), through :class:`CaptionSources`; every caption goes through the same pipeline::
+
+    both = CaptionSources(flickr, cc)
+    vocab = build_keyword_vocabulary(both, flickr.split("train") + cc.split("train"))
 """
 
 from __future__ import annotations
@@ -44,6 +50,23 @@ class KeywordVocabulary:
         return (f"{len(self.words)} lemmas ({'/'.join(self.pos)}) in the captions of >= "
                 f"{self.min_images} training images; an image's keywords are those in >= "
                 f"{self.min_captions} of its captions; generic words removed")
+
+
+class CaptionSources:
+    """The captions of several datasets as one (``captions_of``), for vocabularies and labels
+    over their union. Image ids must be distinct across the datasets."""
+
+    def __init__(self, *datasets) -> None:
+        self.datasets = datasets
+        self._owner: dict[str, int] = {}
+        for n, ds in enumerate(datasets):
+            for i in ds.image_ids:
+                if self._owner.setdefault(i, n) != n:
+                    raise XmodalError(f"image id {i!r} is in two caption sources")
+
+    def captions_of(self, image_id: str) -> list:
+        n = self._owner.get(image_id)
+        return [] if n is None else self.datasets[n].captions_of(image_id)
 
 
 def caption_lemmas(data, image_ids: Sequence[str], pos: Sequence[str] = CONTENT_POS):

@@ -16,6 +16,7 @@ The default model lives in ``xmodal/assets/tag/`` (trained by ``scripts/train_ta
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
@@ -118,7 +119,8 @@ class KeywordHead:
         return np.asarray(q @ log_p.T)
 
     SAVE_VERSION = 1
-    FEATURES = "efficientnet-lite0-pooled"
+    FEATURES = "efficientnet-lite0-pooled"  # the default: pooled EfficientNet-Lite0 features
+    features_ = FEATURES  # what the model reads (set before save for another backbone)
 
     def get_params(self) -> dict:
         return {"l2": self.l2, "prior_power": self.prior_power, "max_iter": self.max_iter,
@@ -132,7 +134,7 @@ class KeywordHead:
                   "word_prior": self.word_prior_.astype(np.float32)}
         return write_model_dir(path, type=self.kind, version=self.SAVE_VERSION,
                                params=self.get_params(), arrays=arrays,
-                               state={"features": self.FEATURES,
+                               state={"features": self.features_,
                                       "vocabulary": list(self.vocabulary_)},
                                provenance=provenance)
 
@@ -147,6 +149,7 @@ class KeywordHead:
         m.scale_ = z["scale"].astype(np.float32)
         m.word_prior_ = z["word_prior"].astype(np.float32)
         m.vocabulary_ = list(saved.state["vocabulary"])
+        m.features_ = saved.state.get("features", cls.FEATURES)
         return m
 
 
@@ -166,11 +169,8 @@ class Tagger:
         for im in images:
             if not isinstance(im, Image.Image) and not Path(im).is_file():
                 raise XmodalError(f"image not found: {im}")
-        if self.features == "efficientnet-lite0-pooled":
-            from xmodal.features.image_encoder import extract_image_features
-
-            return extract_image_features(list(images), cache=False, progress=False).pooled
-        raise XmodalError(f"unknown tagger features {self.features!r}")
+        return pooled_features(list(images), backbone_of(self.features), cache=False,
+                               progress=False)
 
     def scores(self, images: Sequence[ImageInput]) -> np.ndarray:
         """(n_images, n_words) tag scores; XmodalError names the first unreadable image."""
@@ -208,7 +208,36 @@ def load_tagger(path: str | os.PathLike) -> Tagger:
     if kind != KeywordHead.kind:
         raise XmodalError(f"{Path(path) / 'config.json'}: not a tagging model (type {kind!r}); "
                           "train one with `xmodal train tagger`")
-    return Tagger(KeywordHead.load(path), KeywordHead.FEATURES, Path(path))
+    model = KeywordHead.load(path)
+    backbone_of(model.features_)  # an unknown feature name fails here, not at tagging time
+    return Tagger(model, model.features_, Path(path))
+
+
+def features_name(backbone: str = "lite0") -> str:
+    """The tagger feature name of a backbone: ``efficientnet-lite0-pooled``."""
+    return f"efficientnet-{backbone}-pooled"
+
+
+def backbone_of(features: str) -> str:
+    """The backbone of a tagger feature name (``efficientnet-liteN-pooled`` -> ``liteN``)."""
+    m = re.fullmatch(r"efficientnet-(lite\d)-pooled", features or "")
+    if not m:
+        raise XmodalError(f"unknown tagger features {features!r}")
+    return m.group(1)
+
+
+def pooled_features(images, backbone: str = "lite0", **kwargs) -> np.ndarray:
+    """(n, 1280) pooled features through :func:`xmodal.features.extract_image_features`
+    (``backbone`` passed on when it is not the default Lite0)."""
+    from xmodal.features import extract_image_features
+
+    if backbone == "lite0":
+        return extract_image_features(list(images), **kwargs).pooled
+    import inspect
+
+    if "backbone" not in inspect.signature(extract_image_features).parameters:
+        raise XmodalError(f"this xmodal's image encoder has no {backbone} backbone")
+    return extract_image_features(list(images), backbone=backbone, **kwargs).pooled
 
 
 @lru_cache(maxsize=1)
@@ -224,20 +253,45 @@ def select_keyword_head(x_train, y_train, x_dev, y_dev, words, l2s=(1e-5, 1e-4, 
                         powers=(0.0, 0.25, 0.5, 0.75, 1.0)) -> tuple[dict, list[dict]]:
     """(best row, all rows): each L2 penalty x word-prior power, scored by mean per-word F1 of
     top-5 annotation on the dev images (first best wins ties)."""
+    best, rows, _ = select_keyword_head_on(x_train, y_train, {"dev": (x_dev, y_dev)}, words,
+                                           l2s, powers)
+    return best, rows
+
+
+METRIC_KEYS = ("mean_P", "mean_R", "mean_F1")
+
+
+def select_keyword_head_on(x_train, y_train, devs: dict, words, l2s=(1e-5, 1e-4, 1e-3),
+                           powers=(0.0, 0.25, 0.5, 0.75, 1.0)) -> tuple[dict, list[dict],
+                                                                         KeywordHead]:
+    """(best row, all rows, best model fit on the training images): each L2 penalty x
+    word-prior power, scored by mean per-word F1 of top-5 annotation on each dev set of
+    ``devs`` (``name -> (features, labels)``) and averaged over the sets, each set weighing the
+    same (first best wins ties). With several sets a row also holds each set's metrics."""
     from xmodal.eval.metrics import annotation_metrics
 
-    rows, best = [], None
+    rows, best, best_model = [], None, None
     for l2 in l2s:
         m = KeywordHead(l2=l2).fit(x_train, y_train, words)
         for g in powers:
             m.prior_power = g
-            r = annotation_metrics(m.word_scores(x_dev), y_dev, n=5, best=None)
-            rows.append({"l2": l2, "prior_power": g,
-                         **{k: round(float(r[k]), 4) for k in ("mean_P", "mean_R", "mean_F1")},
-                         **{k: int(r[k]) for k in ("n_words_recall_gt0", "n_words")}})
-            if best is None or rows[-1]["mean_F1"] > best["mean_F1"]:
-                best = rows[-1]
-    return best, rows
+            per = {}
+            for name, (x_dev, y_dev) in devs.items():
+                r = annotation_metrics(m.word_scores(x_dev), y_dev, n=5, best=None)
+                per[name] = {**{k: round(float(r[k]), 4) for k in METRIC_KEYS},
+                             **{k: int(r[k]) for k in ("n_words_recall_gt0", "n_words")}}
+            row = {"l2": l2, "prior_power": g}
+            if len(per) == 1:
+                row.update(next(iter(per.values())))
+            else:
+                row.update({k: round(float(np.mean([v[k] for v in per.values()])), 4)
+                            for k in METRIC_KEYS})
+                row["dev_sets"] = per
+            rows.append(row)
+            if best is None or row["mean_F1"] > best["mean_F1"]:
+                best, best_model = row, m
+    best_model.prior_power = best["prior_power"]
+    return best, rows, best_model
 
 
 def train_keyword_tagger(
