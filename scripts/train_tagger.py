@@ -3,6 +3,7 @@
     python scripts/train_tagger.py                      # train, evaluate, write the report
     python scripts/train_tagger.py --install            # ... and replace src/xmodal/assets/tag
                                                         #     if the rule of the report passes
+    python scripts/train_tagger.py --l2s 1e-6,1e-5,1e-4   # another selection grid
     python scripts/train_tagger.py --out /tmp/my_tagger --min-images 10 \\
         --results /tmp/t --report /tmp/t/tagger.md     # try a setting without touching the repo
 
@@ -32,6 +33,8 @@ def main() -> None:
     ap.add_argument("--install", action="store_true",
                     help="also replace src/xmodal/assets/tag when the replacement rule passes")
     ap.add_argument("--min-images", type=int, default=25)
+    ap.add_argument("--l2s", default="1e-5,1e-4",
+                    help="comma-separated L2 penalties to select from (both taggers)")
     ap.add_argument("--backbone", default=None,
                     help="EfficientNet-Lite backbone of the features (default: the one the "
                     "shipped dual model uses)")
@@ -51,7 +54,8 @@ def main() -> None:
     command = "python scripts/train_tagger.py" + "".join(f" {a}" for a in sys.argv[1:])
     try:
         res = reproduce(args.data, args.cc_data, args.backbone, args.min_images, args.out,
-                        args.install, args.results, args.report, command)
+                        args.install, args.results, args.report, command,
+                        tuple(float(v) for v in args.l2s.split(",")))
     except XmodalError as exc:
         sys.exit(f"error: {exc}")
     print(f"saved {res['model_out']}; installed: {res['installed']} "

@@ -190,9 +190,21 @@ def install_rule(comparison_dev: dict, added_words: list[str]) -> tuple[bool, st
     return ok, why
 
 
+def round_summary(res: dict) -> dict:
+    """One line of the report's rounds table: a run's grid, choice and rule outcome."""
+    a = res["comparison"]["dev"]["as_shipped"]
+    return {"command": res["command"], "git_commit": res.get("git_commit"),
+            "l2s": res.get("l2s", list(L2S)), "min_images": res["min_images"],
+            "selected": {n: res[n]["selected"] for n in ("flickr8k_only", "flickr8k_cc")},
+            "n_words": res["flickr8k_cc"]["n_words"],
+            "dev_as_shipped_F1": {n: a[n]["mean_F1"] for n in ("flickr8k_only", "flickr8k_cc")},
+            "cc_test_F1": res["flickr8k_cc"]["test"]["cc"]["summary"]["mean_F1"],
+            "rule_passed": res["install_rule"]["passed"]}
+
+
 def reproduce(data=None, cc_data=None, backbone: str | None = None, min_images: int = 25,
               model_out=None, install: bool = False, out=None, report=None,
-              command: str = "python scripts/train_tagger.py") -> dict:
+              command: str = "python scripts/train_tagger.py", l2s=L2S) -> dict:
     """Train both taggers, evaluate, compare; save the new one to ``model_out`` (and to the
     shipped assets when ``install`` and :func:`install_rule` allow); write ``tagger.json``
     and the report."""
@@ -206,12 +218,20 @@ def reproduce(data=None, cc_data=None, backbone: str | None = None, min_images: 
     f8, cc = load_data(data, cc_data)
     log(f"features ({backbone}): Flickr8K and CC18K train/dev/test")
     feats = split_features(f8, cc, backbone)
-    res: dict = {"backbone": backbone, "min_images": min_images, "everyday_words": EVERYDAY,
+    from xmodal.reproduce.output import read_json
+
+    path = Path(out or RESULTS) / "tagger.json"
+    earlier = read_json(path) if path.is_file() else {}
+    rounds = list(earlier.get("rounds", []))
+    if earlier.get("comparison"):
+        rounds.append(round_summary(earlier))
+    res: dict = {"backbone": backbone, "min_images": min_images, "l2s": list(l2s),
+                 "everyday_words": EVERYDAY, "rounds": rounds,
                  "images": {n: {s: int(len(v[s])) for s in SPLITS} for n, v in feats.items()}}
     fits = {}
     for name, with_cc in (("flickr8k_only", False), ("flickr8k_cc", True)):
         t1 = time.time()
-        model, vocab, best, rows = train(f8, cc, feats, with_cc, min_images)
+        model, vocab, best, rows = train(f8, cc, feats, with_cc, min_images, l2s)
         model.features_ = features_name(backbone)
         fits[name] = (model, vocab)
         res[name] = {"vocabulary": vocab.describe(), "n_words": len(vocab),
@@ -248,7 +268,7 @@ def reproduce(data=None, cc_data=None, backbone: str | None = None, min_images: 
         res["installed"] = True
     log(f"install rule {'passed' if ok else 'failed'}: {why}; installed: {res['installed']}")
     res.update(stamp(command), elapsed_s=round(time.time() - t0, 1))
-    path = write_json(Path(out or RESULTS) / "tagger.json", res)
+    write_json(path, res)
     Path(report or REPORTS / "tagger.md").write_text(markdown(res))
     log(f"wrote {path} and {report or REPORTS / 'tagger.md'}")
     return res
@@ -328,6 +348,20 @@ def markdown(res: dict) -> str:
             lines.append(f"| {c['split']} | {kind.replace('_', ' ')} | {_pct(o['mean_P'])} / "
                          f"{_pct(o['mean_R'])} / {_pct(o['mean_F1'])} | {_pct(n['mean_P'])} / "
                          f"{_pct(n['mean_R'])} / {_pct(n['mean_F1'])} |")
+    if res.get("rounds"):
+        lines += ["", "Earlier rounds (same data and rule; each selects on dev only, this run is "
+                  "the last row):", "",
+                  "| command | commit | l2 grid | selected l2 (F8K only / F8K+CC) | words | "
+                  "dev as-shipped F1 (F8K only / F8K+CC) | CC test F1 | rule |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for r in res["rounds"] + [round_summary(res)]:
+            sel, f1 = r["selected"], r["dev_as_shipped_F1"]
+            lines.append(f"| `{r['command']}` | `{r['git_commit']}` | "
+                         f"{', '.join(f'{v:g}' for v in r['l2s'])} | "
+                         f"{sel['flickr8k_only']['l2']:g} / {sel['flickr8k_cc']['l2']:g} | "
+                         f"{r['n_words']} | {_pct(f1['flickr8k_only'])} / "
+                         f"{_pct(f1['flickr8k_cc'])} | {_pct(r['cc_test_F1'])} | "
+                         f"{'passed' if r['rule_passed'] else 'failed'} |")
     rule = res["install_rule"]
     lines += ["", f"Rule (decided before the run): replace `xmodal/assets/tag` when the as-shipped "
               f"Flickr8K dev F1 is at least the Flickr8K-only tagger's and everyday words are "
