@@ -640,8 +640,8 @@ def originals_conclusion(res: dict) -> list[str]:
          "within the noise."]
     if "originals@224" in res["conditions"]:
         a = span("originals@224", "R@10")
-        L.append(f"* **The re-encode itself costs nothing measurable.** The originals shrunk to 224x224 here "
-                 f"behave like our copies (R@10 {a[0]:+.1f} to {a[1]:+.1f} points; p <= 0.05 "
+        L.append("* **The re-encode itself costs nothing measurable.** The originals shrunk to "
+                 f"224x224 here behave like our copies (R@10 {a[0]:+.1f} to {a[1]:+.1f} points; p <= 0.05 "
                  f"in {n_sig('originals@224', 'R@10')} of {n} pairs, its kernel correlates "
                  f"{res['features']['agreement'][ref]['originals@224']['combined']['pearson']:.3f}"
                  " with ours): what our copies lose is the detail of the larger images, not "
