@@ -45,9 +45,14 @@ def dual(
     as_json: bool = typer.Option(False, "--json", help="Print the dev-split scores as JSON."),
 ) -> None:
     """Train the dual encoder (see ``DUAL_HELP``)."""
-    from xmodal.models.dual_train import SHIPPED_USES_CC, TrainConfig, train_dual
+    from xmodal.models.dual_train import (
+        SHIPPED_RECIPE,
+        SHIPPED_USES_CC,
+        TrainConfig,
+        train_dual,
+    )
 
-    cfg = TrainConfig()
+    cfg = TrainConfig(**SHIPPED_RECIPE)
     for name, value in (("image_backbone", image_backbone), ("text_encoder", text_encoder),
                         ("epochs", epochs), ("hidden", hidden), ("ensemble_size", ensemble)):
         if value is not None:
