@@ -14,7 +14,9 @@ on a local Ray instance (its throughput is recorded in ``scale_embed.json``). Ge
 a random real embedding plus Gaussian noise scaled so that a generated point's cosine to its
 source equals the median cosine between a real embedding and its nearest real neighbour (the
 recipe of ``benchmarks.ann_scale``; uniform random vectors have no neighbourhoods). Queries: the
-model's embeddings of 1,000 distinct Flickr8K captions (text -> image search, the real use).
+model's embeddings of 1,000 distinct Flickr8K captions (text -> image search, the real use;
+the model of the real embeddings: if the default model changed since, its saved directory in
+``<work>/query-model``).
 Large files live under ``$XMODAL_SCALE_DIR`` (default /work/data/scale-bench), never in the repo.
 
 ``search`` opens the built index in a fresh process (memory-mapped), searches one query at a
@@ -143,14 +145,27 @@ def stage_generate(args) -> None:
         f'{{"real": {len(real)}, "median_nn_cosine": {nn:.4f}, "sigma": {sigma:.4f}}}')
 
 
+def query_model():
+    """The model of the real embeddings: the default one, else the model directory saved in
+    ``<work>/query-model`` (when the default model changed after the real stage ran)."""
+    from xmodal.index.photo_index import model_id
+    from xmodal.models.dual import DualEncoder, default_model
+
+    real = sorted(p for p in (work() / "real").iterdir() if (p / sh.MANIFEST).is_file())
+    wanted = sh.read_manifest(real[0]).model_id
+    model = default_model()
+    if model_id(model, None) != wanted and (work() / "query-model").is_dir():
+        model = DualEncoder.load(work() / "query-model")
+    if model_id(model, None) != wanted:
+        raise SystemExit(f"no model with id {wanted}: save it to {work() / 'query-model'}")
+    return model
+
+
 def stage_queries(args) -> None:
     from benchmarks.photo_search import flickr_images_and_captions
-    from xmodal.features.text_encoder import encode_texts
-    from xmodal.models.dual import default_model
 
     _, captions = flickr_images_and_captions(0, args.queries)
-    model = default_model()
-    q = model.embed_text_features(encode_texts(captions, cache=False, progress=False))
+    q = query_model().embed_texts(captions, progress=False)
     np.save(work() / "queries.npy", q.astype(np.float32))
     print(q.shape)
 
