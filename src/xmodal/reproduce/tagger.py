@@ -330,6 +330,13 @@ def markdown(res: dict) -> str:
         "",
         "## Held-out test splits (top-5 tags, per-word mean over the words present in the split)",
         "",
+        "Each row averages over its own tagger's words that occur in the split (the `words` "
+        "column), so rows of different taggers are not like for like: on Flickr8K test the "
+        "Flickr8K + CC tagger is also scored on "
+        f"{new['test']['flickr8k']['summary']['n_words'] - old['test']['flickr8k']['summary']['n_words']}"
+        " more (new, rarer) words. The like-for-like comparison on the Flickr8K-only words is "
+        "the last section.",
+        "",
         "| tagger | test set | words | mean P | mean R | mean F1 | words with R > 0 |",
         "|---|---|---|---|---|---|---|",
     ]
