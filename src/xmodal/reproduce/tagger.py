@@ -43,7 +43,8 @@ METRICS = ("mean_P", "mean_R", "mean_F1", "n_words_recall_gt0", "n_words")
 
 
 def shipped_backbone() -> str:
-    """The backbone of the shipped dual model (``backbone`` in its config; Lite0 without)."""
+    """The image backbone of the shipped dual model (``image_backbone`` in its config; Lite0
+    without)."""
     from xmodal.models.dual import DEFAULT_MODEL_DIR
 
     try:
@@ -51,9 +52,10 @@ def shipped_backbone() -> str:
     except (OSError, ValueError):
         return "lite0"
     for part in ("params", "state"):
-        b = (cfg.get(part) or {}).get("backbone")
-        if isinstance(b, str) and b:
-            return b
+        for key in ("image_backbone", "backbone"):
+            b = (cfg.get(part) or {}).get(key)
+            if isinstance(b, str) and b:
+                return b
     return "lite0"
 
 
@@ -209,6 +211,7 @@ def round_summary(res: dict) -> dict:
     """One line of the report's rounds table: a run's grid, choice and rule outcome."""
     a = res["comparison"]["dev"]["as_shipped"]
     return {"command": res["command"], "git_commit": res.get("git_commit"),
+            "backbone": res.get("backbone", "lite0"),
             "l2s": res.get("l2s", list(L2S)), "min_images": res["min_images"],
             "selected": {n: res[n]["selected"] for n in ("flickr8k_only", "flickr8k_cc")},
             "n_words": res["flickr8k_cc"]["n_words"],
@@ -379,12 +382,13 @@ def markdown(res: dict) -> str:
     if res.get("rounds"):
         lines += ["", "Earlier rounds (same data and rule; each selects on dev only, this run is "
                   "the last row):", "",
-                  "| command | commit | l2 grid | selected l2 (F8K only / F8K+CC) | words | "
-                  "dev as-shipped F1 (F8K only / F8K+CC) | CC test F1 | rule |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| command | commit | features | l2 grid | selected l2 (F8K only / F8K+CC) | "
+                  "words | dev as-shipped F1 (F8K only / F8K+CC) | CC test F1 | rule |",
+                  "|---|---|---|---|---|---|---|---|---|"]
         for r in res["rounds"] + [round_summary(res)]:
             sel, f1 = r["selected"], r["dev_as_shipped_F1"]
             lines.append(f"| `{r['command']}` | `{r['git_commit']}` | "
+                         f"{r.get('backbone', 'lite0')} | "
                          f"{', '.join(f'{v:g}' for v in r['l2s'])} | "
                          f"{sel['flickr8k_only']['l2']:g} / {sel['flickr8k_cc']['l2']:g} | "
                          f"{r['n_words']} | {_pct(f1['flickr8k_only'])} / "
