@@ -148,20 +148,22 @@ def run_split(ds: dict, condition: str, system: str, split: tuple,
     # the scores and selection of a run are cached (a rerun of the report takes seconds)
     key = config_hash(params, hd.image_set, list(train), list(dev), list(test),
                       HodoshKCCA.SAVE_VERSION)
-    path = cache_root() / "originals_runs" / f"{condition}-{system}-{key}.npz"
-    if not path.is_file():
+    path = cache_root() / "originals_runs" / f"{condition}-{system}-{key}.npy"
+    sel_path = path.with_suffix(".json")
+    if not (path.is_file() and sel_path.is_file()):
         model = HodoshKCCA(**params).fit(hd)
         caps, docs = hd.pool(hd.test_ids)
         scores = model.score(hd.test_ids, docs, f"pool-{config_hash(caps)}")
         chosen = {t: [(r["kappa"], r["n"]) for r in rows] for t, rows in model.selected_.items()}
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, i2t=scores["i2t"], t2i=scores["t2i"], selected=json.dumps(chosen))
+        sel_path.write_text(json.dumps(chosen))
+        tmp = path.with_suffix(".tmp.npy")
+        np.save(tmp, np.stack([scores["i2t"], scores["t2i"]]))  # both (images, captions)
         tmp.replace(path)
-    with np.load(path) as z:
-        if selected is not None:
-            selected.append(json.loads(str(z["selected"])))
-        return {"i2t": z["i2t"], "t2i": z["t2i"]}
+    if selected is not None:
+        selected.append(json.loads(sel_path.read_text()))
+    both = np.load(path)
+    return {"i2t": both[0], "t2i": both[1]}
 
 
 def selection_summary(runs: list) -> dict:
