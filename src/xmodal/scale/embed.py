@@ -287,7 +287,8 @@ def _run_ray(plan, writer: ShardWriter, model_spec: str | None, workers: int,
     ds = ds.map_batches(Embedder, batch_size=EMBED_BATCH, batch_format="numpy",
                         fn_constructor_kwargs={"model_spec": model_spec, "threads": threads},
                         compute=ray.data.ActorPoolStrategy(size=workers),
-                        num_cpus=cpus_per_worker, scheduling_strategy="SPREAD")
+                        num_cpus=cpus_per_worker,  # one actor per node first (SPREAD)
+                        ray_remote_args_fn=lambda: {"scheduling_strategy": "SPREAD"})
     for batch in ds.iter_batches(batch_format="numpy", batch_size=None):
         writer.add(batch)
 
