@@ -54,7 +54,7 @@ def embed_command(
 
       xmodal embed /data/images.txt photos.emb --engine ray --address auto --workers 8
 
-      ray start --head --port 6379 && xmodal embed ./photos out --engine ray --address 127.0.0.1:6379
+      ray start --head --port 6379; xmodal embed ./photos out --engine ray --address auto
     """
     from xmodal.scale.embed import run_embed
 

@@ -1,4 +1,4 @@
-"""Embedding shards on disk: Parquet files of (path, sha1, model, ok, error, embedding) + a manifest.
+"""Embedding shards on disk: Parquet files of (path, sha1, model, ok, error, embedding), a manifest.
 
 One output folder of ``xmodal embed`` holds::
 

@@ -56,7 +56,8 @@ def list_inputs(src: str | os.PathLike) -> list[str]:
         paths = [x if is_uri(x) else os.path.abspath(x) for x in paths]
     paths = sorted(dict.fromkeys(paths))  # a path listed twice is embedded once
     if not paths:
-        raise XmodalError(f"SRC {src} holds no images (looked for {', '.join(sorted(IMAGE_EXTENSIONS))})")
+        kinds = ", ".join(sorted(IMAGE_EXTENSIONS))
+        raise XmodalError(f"SRC {src} holds no images (looked for {kinds})")
     return paths
 
 
