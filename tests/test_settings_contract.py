@@ -234,12 +234,15 @@ def test_dual_setting_contract(name, tmp_path):
     model = load_embedding_model(setting.feature_params["spec"])
     assert isinstance(model, DualEncoder) and type(setting.build()) is DualEncoder
     assert model.get_params() == {**setting.build().get_params(), **setting.params}
+    from xmodal.features.text_encoder import text_dim
+
     rng = np.random.default_rng(0)
+    d_text = text_dim(model.text_encoder)  # the sentence encoder's width (MiniLM 384, MPNet 768)
     if model.class_text_ is None:  # the zero-shot bridge: stand-in class-name embeddings
-        model.class_text_ = rng.normal(size=(1000, 384)).astype(np.float16).astype(np.float32)
+        model.class_text_ = rng.normal(size=(1000, d_text)).astype(np.float16).astype(np.float32)
     pooled = rng.normal(size=(N_IMG, 1280)).astype(np.float32)
     logits = rng.normal(size=(N_IMG, 1000)).astype(np.float32)
-    text = rng.normal(size=(N_TXT, 384)).astype(np.float32)
+    text = rng.normal(size=(N_TXT, d_text)).astype(np.float32)
 
     def scores(m):
         return m.embed_image_features(pooled, logits) @ m.embed_text_features(text).T

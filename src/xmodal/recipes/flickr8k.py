@@ -244,10 +244,11 @@ SETTINGS = [
     *_hodosh_settings(),
     Setting("dual", "dual", "xmodal.models.dual:DualEncoder",
             frozen(dim=256, hidden=512, dropout=0.4, bridge_weight=0.1, bridge_temperature=1.0,
-                   image_input="pooled+bridge"),
-            "EfficientNet-Lite0 pooled features + ImageNet-class bridge; MiniLM sentence "
-            "embeddings", "the shipped model (xmodal/assets/dual, `xmodal train dual`): epoch "
-            "and bridge weight selected on the Flickr8K dev split (reports/dual_encoder.md)",
+                   image_input="pooled+bridge", image_backbone="lite2", text_encoder="mpnet"),
+            "EfficientNet-Lite2 pooled features + ImageNet-class bridge; MPNet sentence "
+            "embeddings", "the shipped model (xmodal/assets/dual, `xmodal train dual`): two heads "
+            "trained on Flickr8K + Conceptual Captions 18k train; variant, epoch and bridge weight "
+            "selected on Flickr8K dev + CC dev (reports/dual_encoder.md, third round)",
             (), _dual_scorer, frozen(spec="dual")),
     Setting("efficientnet-minilm-zeroshot", "", "xmodal.models.dual:DualEncoder",
             frozen(bridge_weight=1.0),
