@@ -60,8 +60,15 @@ def dual(
     extra = None
     if not no_cc and (cc is not None or SHIPPED_USES_CC):
         from xmodal.data.conceptual_captions import load_conceptual_captions
+        from xmodal.paths import dataset_dir
 
-        extra = {"cc": load_conceptual_captions(cc)}
+        from xmodal.errors import XmodalError
+
+        dataset_dir("flickr8k", data)  # the main dataset's error first, before CC's
+        try:
+            extra = {"cc": load_conceptual_captions(cc)}
+        except XmodalError as exc:
+            raise XmodalError(f"{exc}\n(or train on Flickr8K alone: --no-cc)") from None
     model, report = train_dual(data, config=cfg, max_train_images=max_train_images, seed=seed,
                                extra=extra, log=console.print, progress=not as_json)
     model.save(out)
