@@ -3,6 +3,8 @@
     python scripts/train_tagger.py                      # train, evaluate, write the report
     python scripts/train_tagger.py --install            # ... and replace src/xmodal/assets/tag
                                                         #     if the rule of the report passes
+    python scripts/train_tagger.py --install --ship     # ... replace it whatever the rule says
+                                                        #     (the shipped tagger: see the report)
     python scripts/train_tagger.py --l2s 1e-6,1e-5,1e-4   # another selection grid
     python scripts/train_tagger.py --out /tmp/my_tagger --min-images 10 \\
         --results /tmp/t --report /tmp/t/tagger.md     # try a setting without touching the repo
@@ -32,6 +34,9 @@ def main() -> None:
                     help="where to save the new tagger (default: $XMODAL_CACHE/tagger/...)")
     ap.add_argument("--install", action="store_true",
                     help="also replace src/xmodal/assets/tag when the replacement rule passes")
+    ap.add_argument("--ship", action="store_true",
+                    help="with --install: install even when the replacement rule fails (the "
+                    "report records the override)")
     ap.add_argument("--min-images", type=int, default=25)
     ap.add_argument("--l2s", default="1e-5,1e-4",
                     help="comma-separated L2 penalties to select from (both taggers)")
@@ -55,7 +60,7 @@ def main() -> None:
     try:
         res = reproduce(args.data, args.cc_data, args.backbone, args.min_images, args.out,
                         args.install, args.results, args.report, command,
-                        tuple(float(v) for v in args.l2s.split(",")))
+                        tuple(float(v) for v in args.l2s.split(",")), ship=args.ship)
     except XmodalError as exc:
         sys.exit(f"error: {exc}")
     print(f"saved {res['model_out']}; installed: {res['installed']} "

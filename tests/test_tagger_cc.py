@@ -112,3 +112,28 @@ def test_report_is_rendered_from_the_stored_results():
     res = json.loads(path.read_text())
     assert (root / "reports" / "tagger.md").read_text() == markdown(res)
     assert set(res["everyday_added"]) <= set(res["everyday_words"])
+
+
+def test_restricted_note_follows_the_numbers():
+    from xmodal.reproduce.tagger import restricted_note
+
+    def cmp(split, new, old):
+        return {"split": split, "restricted": {"flickr8k_cc": {"mean_F1": new},
+                                               "flickr8k_only": {"mean_F1": old}}}
+
+    assert "dev and test" in restricted_note(cmp("dev", 0.2, 0.1), cmp("test", 0.2, 0.1))
+    note = restricted_note(cmp("dev", 0.1, 0.2), cmp("test", 0.2, 0.1))
+    assert "Flickr8K test" in note and "dev" not in note
+    assert "not the better" in restricted_note(cmp("dev", 0.1, 0.2), cmp("test", 0.1, 0.2))
+
+
+def test_shipped_taggers_default_knows_everyday_words_flickr8k_kept():
+    """`xmodal tag` ships the Flickr8K + CC tagger; the Flickr8K-only one stays beside it for
+    the reports measured with it (relevance neural row, MITL tagger-lemmas)."""
+    from xmodal.models.tagger import load_default_tagger, load_flickr8k_tagger
+    from xmodal.reproduce.tagger import EVERYDAY
+
+    new, old = set(load_default_tagger().vocabulary), set(load_flickr8k_tagger().vocabulary)
+    assert len(old) == 540 and not set(EVERYDAY) & old
+    assert len(new) > 1000 and len(set(EVERYDAY) & new) >= 11
+    assert len(old & new) > 500

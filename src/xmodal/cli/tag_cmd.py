@@ -1,4 +1,4 @@
-"""``xmodal tag``: the top keywords of each image (shipped Flickr8K tagger or a saved one)."""
+"""``xmodal tag``: the top keywords of each image (shipped tagger or a saved one)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from xmodal.cli._app import app
 from xmodal.errors import XmodalError
 
 TAG_HELP = (
-    "Tag images with keywords (offline; the default model was trained on Flickr8K captions)."
+    "Tag images with keywords (offline; the default model was trained on Flickr8K and "
+    "Conceptual Captions: 1,023 words)."
     "\n\nEach score is the probability that a caption of the image would use the keyword. "
     "Keywords are ordered by that probability relative to how common the keyword is, so a "
     "specific word (\"pool\") can come before a generic one (\"dog\") with a higher "
@@ -27,7 +28,7 @@ def tag_command(
     images: list[Path] = typer.Argument(..., help="Image files to tag (JPEG, PNG, HEIC, AVIF, WebP, ...)."),
     model: Path | None = typer.Option(
         None, "--model", "-m", help="A saved tagging model directory (default: the shipped "
-        "Flickr8K keyword model)."
+        "keyword model)."
     ),
     n: int = typer.Option(5, "-n", "--top", help="Number of keywords per image."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON to stdout."),

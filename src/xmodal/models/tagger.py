@@ -1,15 +1,18 @@
 """Keyword tagging of any image: the engine behind ``xmodal tag`` and the server's tag endpoint.
 
 The tagging model, ``keyword_head`` (:class:`KeywordHead`), is a multi-label logistic regression
-on pooled EfficientNet-Lite0 features (1280-d), one sigmoid per keyword: the neural comparison row
-of the relevance-model report and the shipped default (it beats the CRM on Flickr8K keywords and
-is small). It is saved in the one model-directory format (:mod:`xmodal.models.modeldir`).
+on pooled EfficientNet-Lite features (1280-d), one sigmoid per keyword (it beats the CRM on
+Flickr8K keywords and is small). It is saved in the one model-directory format
+(:mod:`xmodal.models.modeldir`).
 
     from xmodal.models.tagger import load_default_tagger
     tagger = load_default_tagger()
     tagger.tag("photo.jpg", n=5)        # [("dog", 0.91), ("grass", 0.52), ...]
 
-The default model lives in ``xmodal/assets/tag/`` (trained by ``scripts/train_tagger.py``);
+The default model lives in ``xmodal/assets/tag/`` (Flickr8K + Conceptual Captions, Lite2
+features, 1,023 words; trained by ``scripts/train_tagger.py``, ``reports/tagger.md``); the
+Flickr8K-only tagger shipped before, the neural row of the relevance report, in
+``xmodal/assets/tag-flickr8k/``;
 :func:`train_keyword_tagger` (``xmodal train tagger``) trains one on your own captioned photos.
 """
 
@@ -28,6 +31,9 @@ from xmodal.errors import XmodalError
 from xmodal.models.modeldir import read_config, read_model_dir, write_model_dir
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "tag"
+# The Flickr8K-only tagger shipped before: the relevance report's neural row and the MITL
+# ``tagger-lemmas`` annotator are measured with it, so their numbers stay those of the report.
+FLICKR8K_MODEL_DIR = DEFAULT_MODEL_DIR.with_name("tag-flickr8k")
 
 ImageInput = str | os.PathLike | Image.Image
 
@@ -240,13 +246,23 @@ def pooled_features(images, backbone: str = "lite0", **kwargs) -> np.ndarray:
     return extract_image_features(list(images), backbone=backbone, **kwargs).pooled
 
 
+def _load_shipped(folder: Path) -> Tagger:
+    if not (folder / "config.json").is_file():
+        raise XmodalError(f"the shipped tagging model is missing from {folder}; "
+                          "reinstall xmodal or pass --model DIR")
+    return load_tagger(folder)
+
+
 @lru_cache(maxsize=1)
 def load_default_tagger() -> Tagger:
-    """The shipped Flickr8K keyword tagger (loaded once per process)."""
-    if not (DEFAULT_MODEL_DIR / "config.json").is_file():
-        raise XmodalError(f"the default tagging model is missing from {DEFAULT_MODEL_DIR}; "
-                          "reinstall xmodal or pass --model DIR")
-    return load_tagger(DEFAULT_MODEL_DIR)
+    """The shipped keyword tagger, Flickr8K + Conceptual Captions (loaded once per process)."""
+    return _load_shipped(DEFAULT_MODEL_DIR)
+
+
+@lru_cache(maxsize=1)
+def load_flickr8k_tagger() -> Tagger:
+    """The Flickr8K-only keyword tagger shipped before (reports measured with it)."""
+    return _load_shipped(FLICKR8K_MODEL_DIR)
 
 
 def select_keyword_head(x_train, y_train, x_dev, y_dev, words, l2s=(1e-5, 1e-4, 1e-3),

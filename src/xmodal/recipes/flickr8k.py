@@ -173,9 +173,9 @@ def tagger_caption_scores(tagger: Any, paths: list, texts: list[str]) -> np.ndar
 
 
 def _tagger_scorer(setting: Setting, protocol_name: str):
-    from xmodal.models.tagger import load_default_tagger
+    from xmodal.models.tagger import load_flickr8k_tagger
 
-    tagger = load_default_tagger()
+    tagger = load_flickr8k_tagger()
 
     def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
         ds = protocol.dataset
@@ -256,10 +256,11 @@ SETTINGS = [
             "training-free bridge: no fitted parameters (reports/dual_encoder.md)",
             (), _dual_scorer, frozen(spec="efficientnet-minilm-zeroshot")),
     Setting("tagger-lemmas", "", "xmodal.models.tagger:KeywordHead", frozen(),
-            "the shipped keyword tagger (EfficientNet-Lite0 pooled features, xmodal/assets/tag); "
+            "the Flickr8K-only keyword tagger (EfficientNet-Lite0 pooled features, "
+            "xmodal/assets/tag-flickr8k); "
             "captions as their spaCy keyword lemmas",
             "ours: a caption scores the mean log-probability of its keyword lemmas under the "
-            "shipped tagger (no fitted parameters beyond the tagger's)",
+            "Flickr8K-only tagger (no fitted parameters beyond the tagger's)",
             (), _tagger_scorer),
 ]
 

@@ -114,15 +114,15 @@ def experiment(data=None, seed: int = 0, kinds=("grid", "effnet"), neural: bool 
         # the neural row is the shipped `xmodal tag` model (fit on the training split, L2 and
         # word-prior power selected on dev); it must share this vocabulary
         from xmodal.errors import XmodalError
-        from xmodal.models.tagger import DEFAULT_MODEL_DIR, KeywordHead, flickr8k_pooled_features
+        from xmodal.models.tagger import FLICKR8K_MODEL_DIR, KeywordHead, flickr8k_pooled_features
 
-        head = KeywordHead.load(DEFAULT_MODEL_DIR)
+        head = KeywordHead.load(FLICKR8K_MODEL_DIR)
         if head.vocabulary_ != words:
             raise XmodalError("the shipped tagger has another vocabulary: retrain it with "
                               "scripts/train_tagger.py first")
         pooled = flickr8k_pooled_features(f8)
         x_test = pooled["pooled"][np.array([pooled["index"][i] for i in splits["test"]])]
-        cfg = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text())
+        cfg = json.loads((FLICKR8K_MODEL_DIR / "config.json").read_text())
         out["selection"]["neural"] = cfg.get("selection", [])
         _evaluate(out, NEURAL, head, x_test, labels["test"], words,
                   {"l2": head.l2, "prior_power": head.prior_power})
@@ -171,7 +171,7 @@ def crm_temperature_dev(data=None) -> dict:
     the CRM on EfficientNet-Lite0 cells over a grid of bandwidth, temperature, Dirichlet mass
     and word-prior power, against the neural head's best dev F1."""
     from xmodal.features.regions import flickr8k_region_features
-    from xmodal.models.tagger import DEFAULT_MODEL_DIR
+    from xmodal.models.tagger import FLICKR8K_MODEL_DIR
 
     f8, splits, vocab, labels = keyword_data(data, ("train", "dev"))
     feats = flickr8k_region_features(f8, "effnet")
@@ -195,7 +195,7 @@ def crm_temperature_dev(data=None) -> dict:
                                                              "mean_P", "mean_F1")}})
     best = best_row(rows, by=("mean_F1",))
     best_t1 = best_row([r for r in rows if r["temperature"] == 1.0], by=("mean_F1",))
-    neural = best_row(json.loads((DEFAULT_MODEL_DIR / "config.json").read_text())["selection"],
+    neural = best_row(json.loads((FLICKR8K_MODEL_DIR / "config.json").read_text())["selection"],
                       by=("mean_F1",))
     return {"split": "dev (1,000 images), never test", "features": "EfficientNet-Lite0 cells 3x3",
             "best": best, "best_at_temperature_1": best_t1, "neural_head_best_dev": neural,

@@ -113,8 +113,10 @@ def summary(results: dict, nested: dict) -> list[str]:
         if "shipped" in best[0] and crms:
             keys = ("mean_P", "mean_R", "mean_F1", "n_words_recall_gt0")
             wins = all(a[k] > c[k] for _, c in crms for k in keys)
-            out.append("- `xmodal tag` ships that neural head (`src/xmodal/assets/tag/`, "
-                       "float16 weights, 1.3 MB)" + (
+            out.append("- `xmodal tag` shipped that neural head (kept as "
+                       "`src/xmodal/assets/tag-flickr8k/`, float16 weights, 1.3 MB; the default "
+                       "tagger is now trained on Flickr8K + Conceptual Captions, "
+                       "`reports/tagger.md`)" + (
                            ": it beats every CRM row on mean P, R, F1 and words with "
                            "recall > 0" if wins else "") +
                        ". A CRM tagger would have to ship its training regions (96,000 grid "

@@ -132,8 +132,8 @@ def word_table(scores: np.ndarray, truth: np.ndarray, vocabulary: list[str], wor
     return out
 
 
-def held_out(model, vocab, f8, cc, feats) -> dict:
-    """Top-5 annotation on the Flickr8K and CC test splits: summary, everyday words, and the
+def held_out(model, vocab, f8, cc, feats, split: str = "test") -> dict:
+    """Top-5 annotation on the Flickr8K and CC ``split``: summary, everyday words, and the
     per-word P/R of every vocabulary word."""
     from xmodal.eval.metrics import annotation_metrics
     from xmodal.features.keywords import CaptionSources, image_keyword_matrix
@@ -141,8 +141,8 @@ def held_out(model, vocab, f8, cc, feats) -> dict:
     both = CaptionSources(f8, cc)
     out = {}
     for name, ds in (("flickr8k", f8), ("cc", cc)):
-        y = image_keyword_matrix(both, ds.split("test"), vocab)
-        s = model.word_scores(feats[name]["test"])
+        y = image_keyword_matrix(both, ds.split(split), vocab)
+        s = model.word_scores(feats[name][split])
         r = annotation_metrics(s, y, n=5, best=None, vocabulary=vocab.words)
         pw = r["per_word"]
         out[name] = {"summary": {k: r[k] for k in METRICS},
@@ -222,10 +222,11 @@ def round_summary(res: dict) -> dict:
 
 def reproduce(data=None, cc_data=None, backbone: str | None = None, min_images: int = 25,
               model_out=None, install: bool = False, out=None, report=None,
-              command: str = "python scripts/train_tagger.py", l2s=L2S) -> dict:
+              command: str = "python scripts/train_tagger.py", l2s=L2S,
+              ship: bool = False) -> dict:
     """Train both taggers, evaluate, compare; save the new one to ``model_out`` (and to the
-    shipped assets when ``install`` and :func:`install_rule` allow); write ``tagger.json``
-    and the report."""
+    shipped assets when ``install`` and :func:`install_rule` allow, or when ``ship``: installed
+    whatever the rule says, the report recording it); write ``tagger.json`` and the report."""
     from xmodal.models.tagger import DEFAULT_MODEL_DIR, features_name
     from xmodal.paths import cache_dir
     from xmodal.provenance import provenance
@@ -255,7 +256,9 @@ def reproduce(data=None, cc_data=None, backbone: str | None = None, min_images: 
         res[name] = {"vocabulary": vocab.describe(), "n_words": len(vocab),
                      "selected": {"l2": best["l2"], "prior_power": best["prior_power"]},
                      "selection": rows, "fit_s": round(time.time() - t1, 1),
-                     "test": held_out(model, vocab, f8, cc, feats)}
+                     "test": held_out(model, vocab, f8, cc, feats),
+                     "dev": {n: r["summary"] for n, r in
+                             held_out(model, vocab, f8, cc, feats, "dev").items()}}
         log(f"{name}: {len(vocab)} words, l2={best['l2']} g={best['prior_power']}, dev F1 "
             f"{best['mean_F1']:.4f} ({res[name]['fit_s']} s)")
     (new, new_vocab), (old, old_vocab) = fits["flickr8k_cc"], fits["flickr8k_only"]
@@ -278,7 +281,8 @@ def reproduce(data=None, cc_data=None, backbone: str | None = None, min_images: 
     new.save(model_out, provenance=prov)
     res["model_out"] = str(model_out)
     res["installed"] = False
-    if install and ok:
+    res["shipped_despite_rule"] = bool(install and ship and not ok)
+    if install and (ok or ship):
         tmp = Path(DEFAULT_MODEL_DIR).with_name("tag.new")
         shutil.rmtree(tmp, ignore_errors=True)
         new.save(tmp, provenance=prov)
@@ -291,6 +295,17 @@ def reproduce(data=None, cc_data=None, backbone: str | None = None, min_images: 
     Path(report or REPORTS / "tagger.md").write_text(markdown(res))
     log(f"wrote {path} and {report or REPORTS / 'tagger.md'}")
     return res
+
+
+def restricted_note(cmp_dev: dict, cmp_test: dict) -> str:
+    """A sentence on the restricted comparison, as the numbers say."""
+    better = [c["split"] for c in (cmp_dev, cmp_test)
+              if c["restricted"]["flickr8k_cc"]["mean_F1"]
+              > c["restricted"]["flickr8k_only"]["mean_F1"]]
+    if not better:
+        return " Restricted to the Flickr8K words, it is not the better one on Flickr8K."
+    return (" Restricted to the Flickr8K words, it has the higher mean F1 on Flickr8K "
+            f"{' and '.join(better)} (table above).")
 
 
 def _pct(v) -> str:
@@ -399,4 +414,25 @@ def markdown(res: dict) -> str:
               f"Flickr8K dev F1 is at least the Flickr8K-only tagger's and everyday words are "
               f"added. **{'Passed' if rule['passed'] else 'Failed'}**: {rule['reason']}. "
               f"Installed: {'yes' if res['installed'] else 'no'}.", ""]
+    if all("dev" in r for r in (old, new)):
+        lines += ["## Both dev splits (the selection sets; top-5 tags, each tagger's own words)",
+                  "", "| tagger | dev set | words | mean P | mean R | mean F1 |",
+                  "|---|---|---|---|---|---|"]
+        for label, r in (("Flickr8K only", old), ("Flickr8K + CC", new)):
+            for ds, dname in (("flickr8k", "Flickr8K dev"), ("cc", "CC dev")):
+                d = r["dev"][ds]
+                lines.append(f"| {label} | {dname} | {d['n_words']} | {_pct(d['mean_P'])} | "
+                             f"{_pct(d['mean_R'])} | {_pct(d['mean_F1'])} |")
+        lines.append("")
+    if res.get("shipped_despite_rule"):
+        lines += ["## Shipped although the rule failed", "",
+                  f"After {len(res.get('rounds', [])) + 1} rounds the rule above still fails "
+                  "by a few tenths of a point on Flickr8K dev, while the point of the change (issue 17: photo libraries look "
+                  "like the web images, not like Flickr8K) is the other dev set and the "
+                  "vocabulary. The decision to ship was taken after seeing those rounds, so it is "
+                  "an override, not a passed rule: `xmodal tag`, the server and the gist "
+                  "detector's keyword tags use this tagger (`xmodal/assets/tag`); the "
+                  "Flickr8K-only tagger stays in `xmodal/assets/tag-flickr8k` for the relevance "
+                  "report's neural row and the MITL `tagger-lemmas` annotator, whose numbers are "
+                  "unchanged." + restricted_note(cmp_dev, cmp_test), ""]
     return "\n".join(lines)
