@@ -36,6 +36,20 @@ BROADER: dict[str, tuple[dict, bool]] = {
                              "ensemble_size": 2}, True),
     "cc_lite2_mpnet_ep80": ({"image_backbone": "lite2", "text_encoder": "mpnet",
                              "epochs": 80}, True),
+    # fourth round (issue 17, toward image->text R@1 35)
+    "cc_lite2_mpnet_hn5": ({"image_backbone": "lite2", "text_encoder": "mpnet",
+                            "hard_negative_beta": 5.0}, True),
+    "cc_lite2_mpnet_flip": ({"image_backbone": "lite2", "text_encoder": "mpnet",
+                             "use_flip": True}, True),
+    "cc_lite2_mpnet_ens3": ({"image_backbone": "lite2", "text_encoder": "mpnet",
+                             "ensemble_size": 3}, True),
+    "cc_lite2_mpnet_hn5_ens2": ({"image_backbone": "lite2", "text_encoder": "mpnet",
+                                 "hard_negative_beta": 5.0, "ensemble_size": 2}, True),
+    "cc_lite2_mpnet_flip_ens2": ({"image_backbone": "lite2", "text_encoder": "mpnet",
+                                  "use_flip": True, "ensemble_size": 2}, True),
+    "cc_lite2_mpnet_flip_hn5_ens2": ({"image_backbone": "lite2", "text_encoder": "mpnet",
+                                      "use_flip": True, "hard_negative_beta": 5.0,
+                                      "ensemble_size": 2}, True),
 }
 
 
