@@ -6,8 +6,8 @@
    MAP. ``skip_cv`` uses the settings table instead (:mod:`xmodal.recipes.wikipedia`).
 2. The models (built from their settings records) are refitted on the training split and
    evaluated on the 693 test images x 693 test texts (relevant = same category).
-3. ``benchmarks/results/wikipedia_reproduction.json`` holds every number,
-   ``benchmarks/results/wikipedia_tables.md`` the tables of ``reports/wikipedia.md``
+3. ``benchmarks/results/wikipedia_reproduction.json`` holds every number;
+   ``benchmarks/results/wikipedia_tables.md`` and ``reports/wikipedia.md`` are rendered from it
    (:mod:`xmodal.reproduce.wikipedia_report`).
 """
 
@@ -33,7 +33,7 @@ from xmodal.models.rasiwasia import (
     kernel_feature_map,
 )
 from xmodal.recipes.settings import get_setting
-from xmodal.reproduce.output import FIGURES, RESULTS, log, stamp, write_json
+from xmodal.reproduce.output import FIGURES, REPORTS, RESULTS, log, stamp, write_json
 
 MODELS = ("cm", "sm", "scm", "ksm", "ksm-qe")
 # hyperparameter name -> the setting parameters it sets, in the order of the result files
@@ -365,12 +365,13 @@ def diagnostics(ds) -> dict:
 
 
 def reproduce(data=None, folds: int = 5, skip_cv: bool = False, out: Path = RESULTS,
-              figures: Path | None = FIGURES, command: str = "xmodal reproduce wikipedia"
-              ) -> dict:
-    """The whole reproduction; writes the JSON, the tables and (unless ``figures`` is None)
-    the figures. Returns the result dict."""
+              figures: Path | None = FIGURES, command: str = "xmodal reproduce wikipedia",
+              report: Path | None = REPORTS / "wikipedia.md") -> dict:
+    """The whole reproduction; writes the JSON, the tables, (unless ``figures`` is None) the
+    figures and (unless ``report`` is None or ``skip_cv``: the report needs the selection) the
+    report. Returns the result dict."""
     from xmodal.data import load_wikipedia
-    from xmodal.reproduce.wikipedia_report import markdown, plots
+    from xmodal.reproduce.wikipedia_report import plots, write_report
 
     warnings.filterwarnings("ignore", category=RuntimeWarning)
     t0 = time.time()
@@ -393,13 +394,11 @@ def reproduce(data=None, folds: int = 5, skip_cv: bool = False, out: Path = RESU
     if figures is not None:
         Path(figures).mkdir(parents=True, exist_ok=True)
         plots(res, ds.categories, Path(figures))
-    md = markdown(res)
-    Path(out).mkdir(parents=True, exist_ok=True)
-    (Path(out) / "wikipedia_tables.md").write_text(md)
     res["table3_rows"] = [{"model": m, "distance": d, "i2t": v[0], "t2i": v[1]}
                           for (m, d), v in res["table3_rows"]]
     res["sm_C_sweep"] = {str(C): dict(zip(("nc", "l1", "kl"), v))
                          for C, v in res["sm_C_sweep"].items()}
     write_json(Path(out) / "wikipedia_reproduction.json", res)
+    write_report(Path(out), None if skip_cv else report)
     log(f"done in {res['elapsed_s']:.0f}s")
     return res

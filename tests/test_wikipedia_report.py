@@ -1,0 +1,126 @@
+"""``reports/wikipedia.md`` is rendered from the stored JSON, and its numbers and comparison
+sentences follow the JSON (a synthetic result with changed numbers renders them)."""
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from xmodal.reproduce.wikipedia import TABLE3
+from xmodal.reproduce.wikipedia_report import markdown, tables
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+MODELS = ("random", "cm", "sm", "scm", "ksm", "ksm-qe")
+RECALL = [r / 10 for r in range(11)]
+
+
+def _load(name: str) -> dict:
+    path = RESULTS / name
+    if not path.is_file():
+        pytest.skip(f"{path} is not in this checkout")
+    return json.loads(path.read_text())
+
+
+def test_stored_report_is_what_the_stored_json_renders():
+    res, eval_res = _load("wikipedia_reproduction.json"), _load("wikipedia_eval.json")
+    assert markdown(res, eval_res) == (ROOT / "reports" / "wikipedia.md").read_text()
+    assert tables(res) == (RESULTS / "wikipedia_tables.md").read_text()
+
+
+def _synthetic(maps: dict[str, tuple[float, float]]) -> dict:
+    """A small result dict in the layout of wikipedia_reproduction.json (3 categories)."""
+    cats = ["art", "biology", "sport"]
+    table4 = {n: {"i2t": a, "t2i": b, "avg": (a + b) / 2} for n, (a, b) in maps.items()}
+    level = {n: 0.1 * (k + 1) for k, n in enumerate(MODELS)}
+    confusion = [[0.2, 0.5, 0.3], [0.0, 0.9, 0.1], [0.0, 0.3, 0.7]]
+    return {
+        "command": "xmodal reproduce wikipedia", "git_commit": "0123456789abcdef",
+        "date": "2030-01-01 00:00 UTC", "elapsed_s": 120.0,
+        "machine": {"cpu": "Test CPU", "cpu_count": 4, "load_avg_1min": 0.5},
+        "categories": cats,
+        "selection": {
+            "folds": 4,
+            "grid": {"cca_reg": [0.01, 1.0], "sm_C": [1.0, 10.0], "scm_C": [1.0, 10.0],
+                     "ksm_C_text": [1.0, 10.0], "ksm_gamma": [1.0, 2.0],
+                     "ksm_n_components": [256, None], "ksm_C_image": [1.0, 3.0],
+                     "ksmqe_text_gamma": [1.0, 2.0], "ksmqe_C_text": [1.0, 10.0],
+                     "ksmqe_k": [10, 20], "ksmqe_weight": [0.1, 0.2]},
+            "cv": {"cca_reg": {"0.01": 0.2, "1.0": 0.21},
+                   "sm_C_image": {"1.0": 2.1, "10.0": 2.0}, "sm_C_text": {"1.0": 0.8, "10.0": 0.7},
+                   "scm_C": {"1.0": 2.8, "10.0": 2.9}, "ksm_C_text": {"1.0": 0.75, "10.0": 0.76},
+                   "ksm_gamma/n_components/C_image": {
+                       "1.0/256/1.0": 2.05, "1.0/None/3.0": 2.01, "2.0/256/3.0": 2.03,
+                       "2.0/None/3.0": 2.0},
+                   "ksmqe_text_gamma/C_text": {"1.0/1.0": 0.72, "2.0/10.0": 0.69},
+                   "ksmqe_k/weight (MAP, higher is better)": {"0/0.0": 0.29, "10/0.1": 0.3,
+                                                             "20/0.2": 0.31}}},
+        "hyperparameters": {"cca_reg": 1.0, "sm_C_image": 10.0, "sm_C_text": 10.0,
+                            "scm_C": 1.0, "ksm_gamma": 2.0, "ksm_C_image": 3.0,
+                            "ksm_C_text": 1.0, "ksm_n_components": None,
+                            "ksmqe_text_gamma": 2.0, "ksmqe_C_text": 10.0, "ksmqe_k": 20,
+                            "ksmqe_weight": 0.2},
+        "table3_rows": [{"model": n, "distance": d, "i2t": maps[n][0] - 0.01 * k,
+                         "t2i": maps[n][1] - 0.01 * k}
+                        for n, distances in TABLE3 for k, d in enumerate(distances)],
+        "table4": table4,
+        "random_seeds_sd": [0.001, 0.002],
+        "significance_vs_scm": {n: {"i2t": 0.01, "t2i": 0.02, "both": 0.005}
+                                for n in ("cm", "sm", "ksm", "ksm-qe")},
+        "pr": {n: {d: {"recall": RECALL, "precision": [level[n] * (1.5 - r) for r in RECALL]}
+                   for d in ("i2t", "t2i")} for n in MODELS},
+        "per_category": {n: {d: [0.1, 0.3, 0.2] for d in ("i2t", "t2i")} for n in MODELS},
+        "confusion": {n: {d: confusion for d in ("i2t", "t2i")} for n in MODELS},
+        "table5": [["SCM, proxy text ranking (query image vs the gallery images' texts)", 0.25,
+                    "0.277"],
+                   ["SCM, proxy text query (the query image's text vs the gallery images)", 0.22,
+                    "0.226"],
+                   ["KSM (ours), proxy text ranking", 0.3, "-"],
+                   ["KSM (ours), proxy text query", 0.27, "-"],
+                   ["Image SMN (SM's image logistic regression), NC", 0.16, "0.152"],
+                   ["Image SIFT histogram, L1", 0.14, "0.140"],
+                   ["Random (mean of 10 seeds)", 0.117, "0.117"]],
+        "table5_proxy_with_self": {"ranking": maps["scm"][0], "query": maps["scm"][1]},
+        "sm_C_sweep": {str(C): {m: [0.2 + C / 1000, 0.22] for m in ("nc", "l1", "kl")}
+                       for C in (1.0, 10.0)},
+        "cm_sklearn_cca_nc": [0.2, 0.15],
+    }
+
+
+BASE = {"random": (0.118, 0.118), "cm": (0.25, 0.2), "sm": (0.24, 0.22), "scm": (0.26, 0.22),
+        "ksm": (0.34, 0.27), "ksm-qe": (0.35, 0.28)}
+
+
+def _flat(text: str) -> str:
+    """The report with its line wrapping undone."""
+    return " ".join(text.split())
+
+
+def test_changed_numbers_are_rendered_and_comparisons_follow_them():
+    md = _flat(markdown(_synthetic(BASE)))
+    assert "| KSM (ours) | 0.340 | 0.270 | 0.305 |" in md
+    assert "Both are better than SCM with p = 0.010 / 0.020" in md
+    assert "hit 8 of the 8 Table 4 numbers within 0.02" in md
+    assert "at commit `0123456`" in md and "the recorded run took 2 min" in md
+
+    worse = {**BASE, "ksm": (0.2, 0.19), "sm": (0.3, 0.22)}
+    md = _flat(markdown(_synthetic(worse)))
+    assert "| KSM (ours) | 0.200 | 0.190 | 0.195 |" in md
+    assert "Neither is better than SCM" in md
+    assert "Both are better than SCM" not in md
+    assert ("hit 7 of the 8 Table 4 numbers within 0.02. The miss is SM's image query, at "
+            "+0.0750") in md
+
+
+def test_report_only_rewrites_the_report_from_the_json(tmp_path):
+    from xmodal.cli import app
+
+    res = _synthetic(BASE)
+    (tmp_path / "wikipedia_reproduction.json").write_text(json.dumps(res))
+    report = tmp_path / "wikipedia.md"
+    result = CliRunner().invoke(app, ["reproduce", "wikipedia", "--report-only", "--out",
+                                      str(tmp_path), "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    assert report.read_text() == markdown(res)
+    assert (tmp_path / "wikipedia_tables.md").read_text() == tables(res)
