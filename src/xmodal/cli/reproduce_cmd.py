@@ -281,17 +281,25 @@ def dual(
                                 "stronger encoders; dev only), e.g. cc,cc_lite2_mpnet."),
     models_dir: Path = typer.Option(None, "--models-dir", help="Also save each --broader "
                                     "model in this folder (NAME/)."),
+    report_only: bool = typer.Option(False, "--report-only", help="Rewrite the tables and the "
+                                     "report from the saved JSON (in --out) and stop."),
     data: Path = DATA,
     out: Path = OUT,
+    report: Path = typer.Option(REPORTS / "dual_encoder.md", "--report",
+                                help="The report to write."),
 ) -> None:
     """The dual encoder's numbers (reports/dual_encoder.md): test tables, OOD check, variants.
 
-    Writes dual_encoder.json (parts not rerun are kept) and dual_encoder_tables.md to --out.
-    Features come from the disk cache (fill it once with scripts/train_dual_features.py).
+    Writes dual_encoder.json (parts not rerun are kept) and dual_encoder_tables.md to --out,
+    and the report, rendered from them and the other results in --out that it cites, to
+    --report. Features come from the disk cache (fill it once with
+    scripts/train_dual_features.py). Seconds with --report-only.
 
     Examples:
 
       xmodal reproduce dual
+
+      xmodal reproduce dual --report-only
 
       xmodal reproduce dual --no-eval --ood '' --variants base,lit,drop4ep60
 
@@ -300,13 +308,18 @@ def dual(
       xmodal reproduce dual --no-eval --ood '' --broader f8k,cc,cc_lite2_mpnet --models-dir m
     """
     from xmodal.reproduce.dual import reproduce
+    from xmodal.reproduce.dual_report import write_report
 
+    if report_only:
+        write_report(out, report)
+        console.print(f"wrote {report} and {out / 'dual_encoder_tables.md'}")
+        return
     cmd = _command("dual", no_eval=no_eval, ood=None if ood == "dual" else repr(ood),
                    variants=variants, ensembles=ensembles,
                    max_train=None if max_train == 6000 else max_train, broader=broader)
     reproduce(not no_eval, tuple(_names(ood)), tuple(_names(variants)), tuple(_names(ensembles)),
               max_train, data, out, cmd, broader_names=tuple(_names(broader)),
-              models_dir=models_dir)
+              models_dir=models_dir, report=report)
     console.print(f"wrote {out / 'dual_encoder.json'} and dual_encoder_tables.md")
 
 

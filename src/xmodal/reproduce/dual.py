@@ -214,10 +214,13 @@ def ensembles(names, data=None, weights=(0.0, 0.1, 0.2)) -> list[dict]:
 
 def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_names=(),
               max_train: int = 6000, data=None, out=None,
-              command: str = "xmodal reproduce dual", broader_names=(), models_dir=None) -> dict:
+              command: str = "xmodal reproduce dual", broader_names=(), models_dir=None,
+              report: Path | None = None) -> dict:
     """Run the requested parts, merge them into ``dual_encoder.json`` (parts not rerun are
-    kept) and write the tables to ``dual_encoder_tables.md`` beside it."""
-    from xmodal.reproduce.dual_report import markdown
+    kept), write the tables to ``dual_encoder_tables.md`` beside it and, unless ``report`` is
+    None, the report (logged and skipped when the results it cites are not beside it)."""
+    from xmodal.errors import XmodalError
+    from xmodal.reproduce.dual_report import write_report
     from xmodal.reproduce.output import RESULTS, read_json, stamp, write_json
 
     path = Path(out or RESULTS) / "dual_encoder.json"
@@ -239,5 +242,8 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
         res["broader"] = list(done.values())
     res.update(stamp(command), elapsed_s=time.time() - t0)
     write_json(path, res)
-    (path.parent / "dual_encoder_tables.md").write_text(markdown(res))
+    try:
+        write_report(path.parent, report)
+    except XmodalError as exc:  # the JSON and its tables are written: the run is not lost
+        log(f"{report} not rewritten: {exc}")
     return res

@@ -51,6 +51,9 @@ BROADER: dict[str, tuple[dict, bool]] = {
                                       "use_flip": True, "hard_negative_beta": 5.0,
                                       "ensemble_size": 2}, True),
 }
+# the round of each variant: the third up to cc_lite2_mpnet_ep80, the fourth from the next one on
+_FOURTH = list(BROADER).index("cc_lite2_mpnet_ep80") + 1
+ROUND = {name: 3 if i < _FOURTH else 4 for i, name in enumerate(BROADER)}
 
 
 def broader(names, data=None, cc_path=None, models_dir: str | Path | None = None) -> list[dict]:

@@ -1,0 +1,162 @@
+"""``reports/dual_encoder.md`` is rendered from the stored JSON, and its numbers and comparison
+sentences follow the JSON (a synthetic result with changed numbers renders them)."""
+
+import copy
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from xmodal.reproduce.dual_report import EXTRA, NEEDED, SHIPPED, markdown, report_markdown
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+PROTOCOLS = ("flickr8k-5cap", "flickr8k-hodosh", "flickr8k-hodosh-crowd", "cc-heldout")
+MACHINE = {"cpu": "Test CPU", "cpu_count": 2, "load_avg_1min": 0.5}
+
+
+def _load(name: str) -> dict:
+    path = RESULTS / f"{name}.json"
+    if not path.is_file():
+        pytest.skip(f"{path} is not in this checkout")
+    return json.loads(path.read_text())
+
+
+def test_stored_report_is_what_the_stored_json_renders():
+    res = _load("dual_encoder")
+    extra = {name: _load(name) for name in EXTRA}
+    assert report_markdown(res, extra) == (ROOT / "reports" / "dual_encoder.md").read_text()
+    assert markdown(res) == (RESULTS / "dual_encoder_tables.md").read_text()
+
+
+# -- a synthetic result in the layout of dual_encoder.json and the results the report cites -------
+def _directions(r1: float, r10: float) -> dict:
+    m = {"R@1": r1, "R@5": (r1 + r10) / 2, "R@10": r10, "medR": 4.0, "R-P": r1, "mAP@R": r1 / 2}
+    return {"i2t": dict(m), "t2i": dict(m)}
+
+
+def _variant(name: str, i2t: float, t2i: float, **overrides) -> dict:
+    dev = {"i2t_R@1": i2t, "t2i_R@1": t2i, "t2i_R@10": 70.0}
+    return {"variant": name, "overrides": overrides, "cc": name != "f8k",
+            "best_epoch": [55, 55] if name == SHIPPED else 50, "w": 0.1, "fit_s": 300.0,
+            "dev": {"dev": dev} if name == "f8k" else {"dev": dev, "cc_dev": dict(dev)}}
+
+
+def _synthetic(fourth=()) -> tuple[dict, dict]:
+    """(dual_encoder.json, {name: cited result}); ``fourth``: fourth-round variants to add."""
+    photos = ("astronaut", "moon", "page")
+    broader = [_variant(n, 20.0 + k, 20.0 + k) for k, n in enumerate(NEEDED)]
+    for v in broader:
+        if v["variant"] == SHIPPED:
+            v["overrides"] = {"ensemble_size": 2}
+    res = {
+        "command": "xmodal reproduce dual", "git_commit": "0123456", "date": "2030-01-01 00:00 UTC",
+        "machine": MACHINE, "elapsed_s": 60.0,
+        "test": {p: {"dual": _directions(0.3, 0.7), "efficientnet-minilm-zeroshot":
+                     _directions(0.05, 0.2)} for p in PROTOCOLS},
+        "ood": {"queries": {k: f"a photo of {k}" for k in photos},
+                "results": {"dual": {"photos_only": {"astronaut": 1, "moon": 3, "page": 1},
+                                     "with_flickr8k_test_distractors":
+                                         {"astronaut": 2, "moon": 3, "page": 1},
+                                     "top1_photos_only": "2/3", "top1_with_distractors": "10/13",
+                                     "top5_with_distractors": "13/13"}}},
+        "broader": broader + list(fourth),
+    }
+    before = _directions(0.1, 0.35)
+    extra = {
+        "ood_eval": {"command": "python benchmarks/ood_eval.py", "commit": "abcdef0",
+                     "results": {"cc-heldout": {"dual": {"directions": before}},
+                                 "cc-dev": {"dual": {"directions": before}},
+                                 "skimage-ood": {"dual": {"paper_metrics": {
+                                     "with_flickr8k_test_distractors":
+                                         {"astronaut": 294, "moon": 3, "page": 49},
+                                     "top1_with_distractors": "0/3",
+                                     "top5_with_distractors": "1/3"}}}}},
+        "query_latency": {"command": "python benchmarks/query_latency.py", "machine": MACHINE,
+                          "results": {k: {"median_ms": ms, "n": 20} for k, ms in
+                                      (("minilm", 3.0), ("mpnet", 15.0),
+                                       ("dual_embed_texts", 20.0))}},
+        "index_speed_models_lite0_vs_lite2": {
+            "command": "python benchmarks/index_speed.py --models m/cc_mpnet dual",
+            "machine": {**MACHINE, "load_avg_1min": 4.0},
+            "results": {"images": 1000, "models": {
+                "m/cc_mpnet": {"images_per_s": 40.0, "ratio_to_first": 1.0},
+                "dual": {"images_per_s": 20.0, "ratio_to_first": 0.5}}}},
+        "index_speed": {"machine": MACHINE,
+                        "results": {"engines": {"onnx": {"images_per_s": 170.0}}}},
+        "encode_speed": {"results": {"efficientnet_images_per_s_cold": 7.0,
+                                     "efficientnet_images_per_s_cold_with_maps": 6.5,
+                                     "efficientnet_images_per_s_cached": 6700.0,
+                                     "minilm_texts_per_s_cold": 60.0,
+                                     "dual_single_query_ms": 140.0}},
+    }
+    return res, extra
+
+
+def _flat(text: str) -> str:
+    """The report with its line wrapping undone."""
+    return " ".join(text.split())
+
+
+def test_changed_numbers_are_rendered_and_goals_follow_them():
+    res, extra = _synthetic()
+    md = _flat(report_markdown(res, extra))
+    assert "| **dual (shipped: Lite2 + MPNet, F8K + CC, 2 heads)** | **30.0** | 50.0 | 70.0 |" in md
+    assert "image->text does not: 30.0 against 35" in md
+    assert "t2i R@10 is 70.0 = **2.00x** (goal: >= 2x, met)" in md
+    assert "Goal met (>= 9 first, >= 11 in the top 5)." in md
+    assert "at commit `0123456` (2030-01-01 00:00 UTC)" in md
+
+    better = copy.deepcopy(res)
+    better["test"]["flickr8k-5cap"]["dual"]["i2t"]["R@1"] = 0.36
+    better["test"]["cc-heldout"]["dual"]["t2i"]["R@10"] = 0.6
+    better["ood"]["results"]["dual"]["top1_with_distractors"] = "8/13"
+    md = _flat(report_markdown(better, extra))
+    assert "| **36.0** |" in md
+    assert "image->text meets it too: 36.0 >= 35" in md and "does not: 36.0" not in md
+    assert "(goal: >= 2x, NOT met)" in md
+    assert "Goal NOT met (>= 9 first, >= 11 in the top 5): 8 first, 13 in the top 5." in md
+
+
+def test_fourth_round_renders_any_subset_and_compares_with_its_baseline():
+    res, extra = _synthetic()
+    md, tables = _flat(report_markdown(res, extra)), markdown(res)
+    assert "Fourth round" not in md and "Fourth round" not in tables
+    assert "mirrored-image augmentation for the CC images, hard negatives and three-head" in md
+
+    hn5 = _variant("cc_lite2_mpnet_hn5", 40.0, 40.0, hard_negative_beta=5.0)
+    ens3 = _variant("cc_lite2_mpnet_ens3", 10.0, 10.0, ensemble_size=3)
+    res, extra = _synthetic(fourth=[ens3, hn5])
+    md, tables = _flat(report_markdown(res, extra)), markdown(res)
+    one, two = (next(v for v in res["broader"] if v["variant"] == n)["dev"]["dev"]["i2t_R@1"]
+                for n in ("cc_lite2_mpnet", SHIPPED))
+    assert (f"`cc_lite2_mpnet_hn5` (hard negatives, beta 5) beats `cc_lite2_mpnet` (same "
+            f"encoders, one head): selection score 40.00 against {one:.2f}") in md
+    assert (f"`cc_lite2_mpnet_ens3` (3 heads) does not beat `{SHIPPED}` (the shipped recipe, two "
+            f"heads): selection score 10.00 against {two:.2f}") in md
+    assert "mirrored-image augmentation for the CC images. These are the next steps" in md
+    third, fourth = tables.split("Fourth round")
+    assert "cc_lite2_mpnet_hn5" in fourth and "cc_lite2_mpnet_hn5" not in third
+    assert fourth.index("cc_lite2_mpnet_hn5") < fourth.index("cc_lite2_mpnet_ens3")  # BROADER order
+
+
+def _write(folder: Path, res: dict, extra: dict) -> None:
+    for name, payload in {"dual_encoder": res, **extra}.items():
+        (folder / f"{name}.json").write_text(json.dumps(payload))
+
+
+def test_report_only_rewrites_the_report_from_the_json(tmp_path):
+    from xmodal.cli import app
+
+    res, extra = _synthetic()
+    _write(tmp_path, res, extra)
+    report = tmp_path / "dual_encoder.md"
+    args = ["reproduce", "dual", "--report-only", "--out", str(tmp_path), "--report", str(report)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert report.read_text() == report_markdown(res, extra)
+    assert (tmp_path / "dual_encoder_tables.md").read_text() == markdown(res)
+
+    (tmp_path / "query_latency.json").unlink()
+    assert CliRunner().invoke(app, args).exit_code != 0
