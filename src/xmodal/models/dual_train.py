@@ -36,6 +36,7 @@ class TrainData:
     caption_image: np.ndarray  # (n_captions,) row of the caption's image
     image_ids: list[str]
     splits: dict[str, np.ndarray]  # split -> image rows ("train", "dev", "test", "cc_dev", ...)
+    logits_flip: np.ndarray | None = None  # ImageNet logits of the mirrored images
 
     @property
     def dev_splits(self) -> list[str]:
@@ -87,11 +88,11 @@ def load_train_data(
     f = extract_image_features(paths, maps=use_maps, progress=progress, backbone=image_backbone)
     if not f.ok.all():
         raise XmodalError(f"{int((~f.ok).sum())} training images could not be read")
-    pooled_flip = maps_flip = None
+    pooled_flip = maps_flip = logits_flip = None
     if use_flip:
         ff = extract_image_features(paths, maps=use_maps, flip=True, progress=progress,
                                     backbone=image_backbone)
-        pooled_flip = ff.pooled
+        pooled_flip, logits_flip = ff.pooled, ff.logits
         maps_flip = ff.maps.reshape(len(ids), -1, ff.maps.shape[-1]) if use_maps else None
     text = encode_texts([t for _, t in captions], progress=progress, encoder=text_encoder)
     row = {k: n for n, k in enumerate(ids)}
@@ -99,7 +100,8 @@ def load_train_data(
     splits = {s: np.array([row[i] for i in split_ids[s]], dtype=int) for s in split_ids}
     maps = f.maps.reshape(len(ids), -1, f.maps.shape[-1]) if use_maps else None
     return TrainData(
-        f.pooled, f.logits, maps, pooled_flip, maps_flip, text, caption_image, ids, splits
+        f.pooled, f.logits, maps, pooled_flip, maps_flip, text, caption_image, ids, splits,
+        logits_flip,
     )
 
 
@@ -339,6 +341,8 @@ def train_dual(
     )
     raw_pooled = td.pooled
     td.pooled = model.head_image_input(td.pooled, td.logits)
+    if td.pooled_flip is not None:  # the mirrored images' head input: their own bridge too
+        td.pooled_flip = model.head_image_input(td.pooled_flip, td.logits_flip)
     dev = {}
     for split in td.dev_splits:
         rows, caps = split_rows(td, split)
