@@ -137,3 +137,19 @@ def test_shipped_taggers_default_knows_everyday_words_flickr8k_kept():
     assert len(old) == 540 and not set(EVERYDAY) & old
     assert len(new) > 1000 and len(set(EVERYDAY) & new) >= 11
     assert len(old & new) > 500
+
+
+def test_flickr8k_tagger_selection_is_the_relevance_reports():
+    """The relevance report's neural selection table is read from the Flickr8K tagger's
+    provenance (it vanished when the model-directory format moved it there)."""
+    import json
+    from pathlib import Path
+
+    from xmodal.models.tagger import FLICKR8K_MODEL_DIR
+    from xmodal.reproduce.keywords_flickr import tagger_selection
+
+    rows = tagger_selection(FLICKR8K_MODEL_DIR)
+    assert len(rows) == 10 and {"l2", "prior_power", "mean_F1"} <= set(rows[0])
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "relevance_models.json"
+    if path.is_file():
+        assert json.loads(path.read_text())["flickr"]["selection"]["neural"] == rows

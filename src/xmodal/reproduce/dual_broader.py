@@ -50,6 +50,9 @@ BROADER: dict[str, tuple[dict, bool]] = {
     "cc_lite2_mpnet_flip_hn5_ens2": ({"image_backbone": "lite2", "text_encoder": "mpnet",
                                       "use_flip": True, "hard_negative_beta": 5.0,
                                       "ensemble_size": 2}, True),
+    "cc_lite2_mpnet_flip_hn5_ens3": ({"image_backbone": "lite2", "text_encoder": "mpnet",
+                                      "use_flip": True, "hard_negative_beta": 5.0,
+                                      "ensemble_size": 3}, True),
 }
 # the round of each variant: the third up to cc_lite2_mpnet_ep80, the fourth from the next one on
 _FOURTH = list(BROADER).index("cc_lite2_mpnet_ep80") + 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -31,6 +32,12 @@ FEATURE_NAMES = {"grid": "grid colour+texture (4x4 cells, 30-d)",
                  "effnet": "EfficientNet-Lite0 cells (3x3, PCA 64-d)"}
 CRM_BETAS = {"grid": (0.1, 0.2, 0.4), "effnet": (0.1, 0.3)}
 NEURAL = "Neural: logistic head on pooled EfficientNet-Lite0 (shipped)"
+
+
+def tagger_selection(model_dir: Path) -> list[dict]:
+    """The dev-selection rows a saved keyword tagger records in its provenance."""
+    cfg = json.loads((Path(model_dir) / "config.json").read_text())
+    return (cfg.get("provenance") or {}).get("selection") or cfg.get("selection", [])
 
 
 def keyword_data(data=None, splits=("train", "dev", "test")):
@@ -122,8 +129,7 @@ def experiment(data=None, seed: int = 0, kinds=("grid", "effnet"), neural: bool 
                               "scripts/train_tagger.py first")
         pooled = flickr8k_pooled_features(f8)
         x_test = pooled["pooled"][np.array([pooled["index"][i] for i in splits["test"]])]
-        cfg = json.loads((FLICKR8K_MODEL_DIR / "config.json").read_text())
-        out["selection"]["neural"] = cfg.get("selection", [])
+        out["selection"]["neural"] = tagger_selection(FLICKR8K_MODEL_DIR)
         _evaluate(out, NEURAL, head, x_test, labels["test"], words,
                   {"l2": head.l2, "prior_power": head.prior_power})
     return out
@@ -195,8 +201,7 @@ def crm_temperature_dev(data=None) -> dict:
                                                              "mean_P", "mean_F1")}})
     best = best_row(rows, by=("mean_F1",))
     best_t1 = best_row([r for r in rows if r["temperature"] == 1.0], by=("mean_F1",))
-    neural = best_row(json.loads((FLICKR8K_MODEL_DIR / "config.json").read_text())["selection"],
-                      by=("mean_F1",))
+    neural = best_row(tagger_selection(FLICKR8K_MODEL_DIR), by=("mean_F1",))
     return {"split": "dev (1,000 images), never test", "features": "EfficientNet-Lite0 cells 3x3",
             "best": best, "best_at_temperature_1": best_t1, "neural_head_best_dev": neural,
             "grid": rows}
