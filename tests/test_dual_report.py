@@ -8,7 +8,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from xmodal.reproduce.dual_report import EXTRA, NEEDED, SHIPPED, markdown, report_markdown
+from xmodal.reproduce.dual_broader import BROADER
+from xmodal.reproduce.dual_report import (
+    EXTRA,
+    NEEDED,
+    SHIPPED,
+    THIRD_SHIPPED,
+    markdown,
+    report_markdown,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -46,10 +54,7 @@ def _variant(name: str, i2t: float, t2i: float, **overrides) -> dict:
 def _synthetic(fourth=()) -> tuple[dict, dict]:
     """(dual_encoder.json, {name: cited result}); ``fourth``: fourth-round variants to add."""
     photos = ("astronaut", "moon", "page")
-    broader = [_variant(n, 20.0 + k, 20.0 + k) for k, n in enumerate(NEEDED)]
-    for v in broader:
-        if v["variant"] == SHIPPED:
-            v["overrides"] = {"ensemble_size": 2}
+    broader = [_variant(n, 20.0 + k, 20.0 + k, **BROADER[n][0]) for k, n in enumerate(NEEDED)]
     res = {
         "command": "xmodal reproduce dual", "git_commit": "0123456", "date": "2030-01-01 00:00 UTC",
         "machine": MACHINE, "elapsed_s": 60.0,
@@ -102,7 +107,9 @@ def _flat(text: str) -> str:
 def test_changed_numbers_are_rendered_and_goals_follow_them():
     res, extra = _synthetic()
     md = _flat(report_markdown(res, extra))
-    assert "| **dual (shipped: Lite2 + MPNet, F8K + CC, 2 heads)** | **30.0** | 50.0 | 70.0 |" in md
+    heads = BROADER[SHIPPED][0]["ensemble_size"]
+    assert (f"| **dual (shipped: Lite2 + MPNet, F8K + CC, {heads} heads, mirrored images, hard "
+            "negatives)** | **30.0** | 50.0 | 70.0 |") in md
     assert "image->text does not: 30.0 against 35" in md
     assert "t2i R@10 is 70.0 = **2.00x** (goal: >= 2x, met)" in md
     assert "Goal met (>= 9 first, >= 11 in the top 5)." in md
@@ -122,20 +129,29 @@ def test_changed_numbers_are_rendered_and_goals_follow_them():
 def test_fourth_round_renders_any_subset_and_compares_with_its_baseline():
     res, extra = _synthetic()
     md, tables = _flat(report_markdown(res, extra)), markdown(res)
-    assert "Fourth round" not in md and "Fourth round" not in tables
-    assert "mirrored-image augmentation for the CC images, hard negatives and three-head" in md
+    third, fourth = tables.split("Fourth round")
+    assert SHIPPED in fourth and SHIPPED not in third and "cc_lite2_mpnet_hn5 " not in fourth
+    assert f"**Shipped: `{SHIPPED}`** (selection score 27.00" in md
+    assert "the highest selection score of all rounds" in md
+    assert "20 epochs here). These are the next steps" in md
+    plain = copy.deepcopy(res)
+    shipped = next(v for v in plain["broader"] if v["variant"] == SHIPPED)
+    del shipped["overrides"]["use_flip"]
+    assert ("20 epochs here) and mirrored-image augmentation for the CC images. These are"
+            in _flat(report_markdown(plain, extra)))
 
     hn5 = _variant("cc_lite2_mpnet_hn5", 40.0, 40.0, hard_negative_beta=5.0)
     ens3 = _variant("cc_lite2_mpnet_ens3", 10.0, 10.0, ensemble_size=3)
     res, extra = _synthetic(fourth=[ens3, hn5])
     md, tables = _flat(report_markdown(res, extra)), markdown(res)
     one, two = (next(v for v in res["broader"] if v["variant"] == n)["dev"]["dev"]["i2t_R@1"]
-                for n in ("cc_lite2_mpnet", SHIPPED))
+                for n in ("cc_lite2_mpnet", THIRD_SHIPPED))
     assert (f"`cc_lite2_mpnet_hn5` (hard negatives, beta 5) beats `cc_lite2_mpnet` (same "
             f"encoders, one head): selection score 40.00 against {one:.2f}") in md
-    assert (f"`cc_lite2_mpnet_ens3` (3 heads) does not beat `{SHIPPED}` (the shipped recipe, two "
-            f"heads): selection score 10.00 against {two:.2f}") in md
-    assert "mirrored-image augmentation for the CC images. These are the next steps" in md
+    assert (f"`cc_lite2_mpnet_ens3` (3 heads) does not beat `{THIRD_SHIPPED}` (the third "
+            f"round's shipped recipe, two heads): selection score 10.00 against {two:.2f}") in md
+    assert "`cc_lite2_mpnet_hn5` scores higher (40.00) and was not shipped" in md
+    assert "20 epochs here). These are the next steps" in md
     third, fourth = tables.split("Fourth round")
     assert "cc_lite2_mpnet_hn5" in fourth and "cc_lite2_mpnet_hn5" not in third
     assert fourth.index("cc_lite2_mpnet_hn5") < fourth.index("cc_lite2_mpnet_ens3")  # BROADER order

@@ -38,6 +38,10 @@ def dual(
     hidden: int = typer.Option(None, "--hidden", help="Override: hidden units of the heads."),
     ensemble: int = typer.Option(None, "--ensemble", help="Override: heads trained with seeds "
                                  "seed, seed+1, ...; their embeddings are joined."),
+    flip: bool = typer.Option(None, "--flip/--no-flip", help="Override: also train on the "
+                              "mirrored images (their features are extracted once and cached)."),
+    hard_negatives: float = typer.Option(None, "--hard-negatives", help="Override: hard-negative "
+                                         "weighting beta (0 = off)."),
     max_train_images: int = typer.Option(
         None, "--max-train-images", help="Use only the first N images of the train split."
     ),
@@ -54,7 +58,8 @@ def dual(
 
     cfg = TrainConfig(**SHIPPED_RECIPE)
     for name, value in (("image_backbone", image_backbone), ("text_encoder", text_encoder),
-                        ("epochs", epochs), ("hidden", hidden), ("ensemble_size", ensemble)):
+                        ("epochs", epochs), ("hidden", hidden), ("ensemble_size", ensemble),
+                        ("use_flip", flip), ("hard_negative_beta", hard_negatives)):
         if value is not None:
             setattr(cfg, name, value)
     extra = None
@@ -83,7 +88,7 @@ TAGGER_HELP = (
     "Train a keyword tagger on your own captioned photos; use it with `xmodal tag --model`."
     "\n\nKeywords are the nouns, verbs and adjectives of your captions (lemmatized) that occur "
     "for at least --min-images photos. The tagger is a logistic head on EfficientNet-Lite0 "
-    "features, like the shipped Flickr8K tagger; its settings are chosen on a held-out share of "
+    "features, like the shipped tagger; its settings are chosen on a held-out share of "
     "the photos and the final model is fit on all of them. Runs offline on a CPU."
     "\n\nExamples:\n\n  xmodal train tagger ~/Pictures/garden --captions garden.csv --out "
     "garden-tags\n\n  xmodal tag new_photo.jpg --model garden-tags"

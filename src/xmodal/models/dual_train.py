@@ -141,9 +141,10 @@ def split_rows(td: TrainData, split: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 # The recipe of the shipped default model (src/xmodal/assets/dual; reports/dual_encoder.md,
-# third round): TrainConfig overrides, and training on Conceptual Captions 18k beside Flickr8K.
+# fourth round): TrainConfig overrides, and training on Conceptual Captions 18k beside Flickr8K.
 SHIPPED_RECIPE: dict[str, Any] = {"image_backbone": "lite2", "text_encoder": "mpnet",
-                                  "ensemble_size": 2}
+                                  "ensemble_size": 3, "use_flip": True,
+                                  "hard_negative_beta": 5.0}
 SHIPPED_USES_CC = True
 
 

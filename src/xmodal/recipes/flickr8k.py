@@ -246,9 +246,10 @@ SETTINGS = [
             frozen(dim=256, hidden=512, dropout=0.4, bridge_weight=0.1, bridge_temperature=1.0,
                    image_input="pooled+bridge", image_backbone="lite2", text_encoder="mpnet"),
             "EfficientNet-Lite2 pooled features + ImageNet-class bridge; MPNet sentence "
-            "embeddings", "the shipped model (xmodal/assets/dual, `xmodal train dual`): two heads "
-            "trained on Flickr8K + Conceptual Captions 18k train; variant, epoch and bridge weight "
-            "selected on Flickr8K dev + CC dev (reports/dual_encoder.md, third round)",
+            "embeddings", "the shipped model (xmodal/assets/dual, `xmodal train dual`): three heads "
+            "trained on Flickr8K + Conceptual Captions 18k train with mirrored images and "
+            "hard negatives; variant, epoch and bridge weight selected on Flickr8K dev + CC dev "
+            "(reports/dual_encoder.md, fourth round)",
             (), _dual_scorer, frozen(spec="dual")),
     Setting("efficientnet-minilm-zeroshot", "", "xmodal.models.dual:DualEncoder",
             frozen(bridge_weight=1.0),

@@ -25,20 +25,22 @@ LABELS = {"dual": "dual (shipped)",
 # (of 13, with distractors), cc-heldout t2i R@10 against the previous default's
 GOALS = {"i2t_R@1": 35, "t2i_R@1": 25, "ood_top1": 9, "ood_top5": 11, "cc_t2i_R@10_times": 2}
 KLEIN = {"i2t_R@1": 31.0, "t2i_R@1": 21.2}  # Klein et al. 2015, FV + CCA on VGG (their Table 2)
-SHIPPED = "cc_lite2_mpnet_ens2"  # the broader variant shipped as the default model
+SHIPPED = "cc_lite2_mpnet_flip_hn5_ens3"  # the broader variant shipped as the default model
+THIRD_SHIPPED = "cc_lite2_mpnet_ens2"  # shipped from the third round until the fourth
 LITE2, LITE0 = "cc_lite2_mpnet", "cc_mpnet"  # the encoders' comparison (also timed for indexing)
 # the result files the report cites besides dual_encoder.json
 EXTRA = ("ood_eval", "query_latency", "index_speed_models_lite0_vs_lite2", "index_speed",
          "encode_speed")
-NEEDED = ("f8k", "cc", "cc_lite2", "cc_mpnet", "cc_lite2_mpnet", "cc_lite2_mpnet_h1024", SHIPPED)
+NEEDED = ("f8k", "cc", "cc_lite2", "cc_mpnet", "cc_lite2_mpnet", "cc_lite2_mpnet_h1024",
+          THIRD_SHIPPED, SHIPPED)
 # numbers that no result file records (marked † in the report)
 UNRECORDED = {
-    "model_mb": 10.4,
+    "model_mb": 10.4,  # the third round's shipped arrays
     # feature extraction, from the extraction runs' logs: (items, wall s)
     "extraction": {"lite0_cc": (18643, 171), "lite2": (26734, 240), "mpnet": (59098, 743)},
-    # OMP_NUM_THREADS=1 xmodal train dual: wall s, load average, largest |difference| to the
-    # shipped arrays
-    "train_cli": (1510, 4, 0.0),
+    # OMP_NUM_THREADS=1 xmodal train dual: the recipe it trained (a --broader variant), wall s,
+    # load average, largest |difference| to that variant's shipped arrays
+    "train_cli": (THIRD_SHIPPED, 1510, 4, 0.0),
     # the previous default (Lite0 + MiniLM, Flickr8K only; issue 3) on the test protocols, in
     # the order of each protocol's columns: dual_encoder.json at commit 771634a, since overwritten
     "previous_test": {
@@ -46,6 +48,12 @@ UNRECORDED = {
         "flickr8k-hodosh": {"i2t": (0.212, 0.515, 0.67, 5), "t2i": (0.221, 0.513, 0.659, 5)},
         "flickr8k-hodosh-crowd": {"i2t": (0.346, 0.663, 0.773, 0.2817, 0.2360),
                                   "t2i": (0.354, 0.671, 0.77, 0.2918, 0.2512)},
+    },
+    # the third round's shipped model (THIRD_SHIPPED) on the test protocols, same layout:
+    # dual_encoder.json at commit 7d7960d, overwritten when the fourth round's model shipped
+    "third_test": {
+        "flickr8k-5cap": {"i2t": (0.335, 0.611, 0.739, 3), "t2i": (0.272, 0.5812, 0.7198, 4)},
+        "cc-heldout": {"i2t": (0.294, 0.61, 0.726, 3), "t2i": (0.319, 0.625, 0.735, 3)},
     },
     "index_ratio_300_photos": 0.56,
     "encode_speed_load": 3,
@@ -268,9 +276,9 @@ def _module(command: str) -> str:
     return re.sub(r"^python benchmarks/(\w+)\.py", r"python -m benchmarks.\1", command)
 
 
-def _previous(protocol: str) -> dict:
+def _previous(protocol: str, which: str = "previous_test") -> dict:
     keys, _ = _keys(protocol)
-    return {d: dict(zip(keys, v)) for d, v in UNRECORDED["previous_test"][protocol].items()}
+    return {d: dict(zip(keys, v)) for d, v in UNRECORDED[which][protocol].items()}
 
 
 # -- the report -----------------------------------------------------------------------------------
@@ -297,9 +305,9 @@ def _intro(res: dict) -> list[str]:
                "`771634a`, since overwritten); they are `UNRECORDED` in "
                "`xmodal.reproduce.dual_report`."), "",
         *_wrap(f"Measured {res['date'][:10]} on the shared {m['cpu_count']}-core CPU (other jobs "
-               f"running; load average about {round(m['load_avg_1min'])}), shipped at commit "
-               f"`95519b3` (model files `src/xmodal/assets/dual/`, {UNRECORDED['model_mb']} "
-               f"MB{DAGGER}, float16 `.npz`, no pickle). Tables: "
+               f"running; load average about {round(m['load_avg_1min'])}); the shipped model is "
+               f"`{SHIPPED}` (model files `src/xmodal/assets/dual/`, {_model_mb():.1f} MB, "
+               "float16 `.npz`, no pickle). Tables: "
                "`benchmarks/results/dual_encoder_tables.md`, written with `dual_encoder.json` by "
                f"`xmodal reproduce dual`; the last run recorded there is `{res['command']}` at "
                f"commit `{res['git_commit']}` ({res['date']}); a run keeps the parts it does not "
@@ -309,6 +317,8 @@ def _intro(res: dict) -> list[str]:
 
 def _what(variants: dict) -> list[str]:
     shipped = variants[SHIPPED]
+    over = shipped["overrides"]
+    heads = over.get("ensemble_size", 1)
     epochs = shipped["best_epoch"]
     chose = (f"both heads chose {epochs[0]}" if len(set(epochs)) == 1
              else f"the heads chose {_and(map(str, epochs))}")
@@ -325,24 +335,32 @@ def _what(variants: dict) -> list[str]:
         *_wrap("**Zero-shot bridge** (training-free): an image's ImageNet class distribution "
                "times the MPNet embeddings of the 1,000 class names (\"a photo of a tabby "
                "cat.\"); a sentence's bridge vector is its MPNet embedding.", "- "),
-        *_wrap("**Heads** (`xmodal.models.dual_heads`), two of them (seeds 0 and 1, an ensemble): "
-               "per modality, input standardisation, a linear map plus a one-hidden-layer MLP "
-               "(512 hidden, GELU, dropout 0.4) to 256-d; the image head reads `[pooled, bridge "
-               "vector]` (2,048-d). The two heads' unit embeddings are concatenated / sqrt(2), so "
-               "a dot product is the mean of the two cosines.", "- "),
+        *_wrap(f"**Heads** (`xmodal.models.dual_heads`), {_word(heads)} of them (seeds "
+               f"{_and(map(str, range(heads)))}, an ensemble): per modality, input "
+               "standardisation, a linear map plus a one-hidden-layer MLP (512 hidden, GELU, "
+               "dropout 0.4) to 256-d; the image head reads `[pooled, bridge vector]` "
+               f"(2,048-d). The {_word(heads)} heads' unit embeddings are concatenated / "
+               f"sqrt({heads}), so a dot product is the mean of the {_word(heads)} cosines.",
+               "- "),
         *_wrap("**Training data**: Flickr8K train (6,000 images x 5 captions) + **Conceptual "
                "Captions 18k** train (16,643 web images x 1 alt-text; "
                "`xmodal.data.conceptual_captions`, fixed split by SHA-1 of the key: 1,000 test = "
                "`cc-heldout`, 1,000 dev = `cc-dev`, the rest train). A batch of 128 images holds "
                "each image's captions (five or one); the image-to-text loss averages over an "
-               "image's positives.", "- "),
-        *_wrap("**Loss and schedule** as before: symmetric InfoNCE with a learned temperature, "
-               "AdamW, lr 1e-3, one-cycle over 60 epochs.", "- "),
+               "image's positives." + (" Each training image is seen mirrored (left-right) half "
+               "of the time (`use_flip`: the mirrored images' features are extracted once and "
+               "cached)." if over.get("use_flip") else ""), "- "),
+        *_wrap("**Loss and schedule**: symmetric InfoNCE with a learned temperature" + (
+               f", the negatives re-weighted by exp({over['hard_negative_beta']:g} x cosine) "
+               "(mean 1 per row and column: hard negatives count more)"
+               if over.get("hard_negative_beta") else "") +
+               "; AdamW, lr 1e-3, one-cycle over 60 epochs.", "- "),
         *_wrap("**Selection on the dev splits only**: the score is the mean, over Flickr8K dev "
                "(1,000 images x 5,000 captions) and CC dev (1,000 x 1,000), of the mean R@1 of "
                f"both directions. Epoch (every 5; {chose}), then the bridge weight: the largest "
                f"`w` within 1 point of the best (`w = {shipped['w']:g}`). Final embeddings: "
-               "`[sqrt(1-w) * heads, sqrt(w) * bridge]`, 1,280-d, unit length.", "- "),
+               f"`[sqrt(1-w) * heads, sqrt(w) * bridge]`, {heads * 256 + 768:,}-d, unit length.",
+               "- "),
         "",
     ]
 
@@ -372,15 +390,17 @@ def _reproduce(res: dict) -> list[str]:
 def _extraction() -> list[str]:
     ex = UNRECORDED["extraction"]
     (n0, s0), (n2, s2), (nt, st) = ex["lite0_cc"], ex["lite2"], ex["mpnet"]
-    train_s, load, diff = UNRECORDED["train_cli"]
+    recipe, train_s, load, diff = UNRECORDED["train_cli"]
     same = "equals the shipped one exactly" if diff == 0 else "differs from the shipped one"
+    which = ("the shipped recipe" if recipe == SHIPPED else
+             f"the recipe shipped before (`{recipe}`; not yet repeated for `{SHIPPED}`)")
     return _wrap(
         "Feature extraction, once (wall times from the extraction runs' logs, not a benchmark; "
         f"machine shared with two other jobs): Lite0 of the {n0:,} CC images {s0} s{DAGGER}; "
         f"Lite2 of Flickr8K + CC ({n2:,} images) {s2} s{DAGGER} (~{_approx(n2 / s2)} images/s); "
         f"MPNet of the {nt:,} captions + class names {st} s{DAGGER} (~{_approx(nt / st)} "
-        "captions/s, ONNX Runtime). Training the shipped recipe with `OMP_NUM_THREADS=1 xmodal "
-        "train dual --out /tmp/lead/models/train_cli` (two heads, features cached, one thread, "
+        f"captions/s, ONNX Runtime). Training {which} with `OMP_NUM_THREADS=1 xmodal "
+        "train dual --out /tmp/lead/models/train_cli` (features cached, one thread, "
         f"load average about {load}{DAGGER} from other jobs): {train_s:,} s{DAGGER}; its "
         f"`arrays.npz` {same} (largest absolute difference {diff}{DAGGER}: training is "
         f"{'deterministic' if diff == 0 else 'not deterministic'}).") + [""]
@@ -417,7 +437,9 @@ def _results(res: dict, extra: dict) -> list[str]:
         "## Results (test splits, measured once for the shipped model; percentages; medR is a "
         "rank)", "",
         "`flickr8k-5cap` (1,000 test images x 5,000 captions):", "", *_head("flickr8k-5cap"),
-        _row("**dual (shipped: Lite2 + MPNet, F8K + CC, 2 heads)**", shipped),
+        _row(f"**dual (shipped: Lite2 + MPNet, F8K + CC, {_recipe(SHIPPED, res)})**", shipped),
+        _row(f"third round's shipped model (`{THIRD_SHIPPED}`){DAGGER}",
+             _cells(_previous("flickr8k-5cap", "third_test"), five_keys)),
         _row(f"previous default (Lite0 + MiniLM, Flickr8K only; issue 3){DAGGER}",
              _cells(prev5, five_keys)),
         _row(LABELS[zero], _cells(five[zero], five_keys)),
@@ -434,7 +456,10 @@ def _results(res: dict, extra: dict) -> list[str]:
     lines += [
         *_wrap("`cc-heldout` (1,000 held-out Conceptual Captions images x their 1,000 alt-texts; "
                "never trained or selected on):"), "", *_head("cc-heldout"),
-        _row("**dual (shipped)**", cc_cells), _row(LABELS[zero], _cells(cc[zero], five_keys)), "",
+        _row("**dual (shipped)**", cc_cells),
+        _row(f"third round's shipped model{DAGGER}",
+             _cells(_previous("cc-heldout", "third_test"), five_keys)),
+        _row(LABELS[zero], _cells(cc[zero], five_keys)), "",
         *_wrap(f"The previous default on the same split (`{_module(ood['command'])}` at "
                f"`{ood['commit']}`, `benchmarks/results/ood_eval.json`): i2t R@1 "
                f"{_pct(before['i2t']['R@1'])}, R@10 {_pct(before['i2t']['R@10'])}; t2i R@1 "
@@ -507,7 +532,7 @@ def _third(res: dict, variants: dict, extra: dict) -> list[str]:
     latency = extra["query_latency"]["results"]
     speed = extra["index_speed_models_lite0_vs_lite2"]["results"]["models"]
     ratio = speed["dual"]["ratio_to_first"]
-    one, two, wide = (_score(v[n]) for n in (LITE2, SHIPPED, "cc_lite2_mpnet_h1024"))
+    one, two, wide = (_score(v[n]) for n in (LITE2, THIRD_SHIPPED, "cc_lite2_mpnet_h1024"))
     tried = [o for line in _in_round(res["broader"], 4) for o in line["overrides"].items()]
     untried = [text for key, text in (
         ("use_flip", "mirrored-image augmentation for the CC images"),
@@ -566,12 +591,14 @@ def _fourth(res: dict, variants: dict) -> list[str]:
     lines = [f"### {FOURTH_TITLE}", "",
              *_wrap("The shipped encoders and data (Lite2 + MPNet, F8K + CC) with the changes "
                     "named below, trained and selected as in the third round (`xmodal reproduce "
-                    "dual --broader NAME`, dev splits only):"), "",
+                    "dual --broader NAME`, dev splits only; one thread each, three-head runs "
+                    "two):"), "",
              *_round_table(fourth)]
     for v in fourth:
         heads = v["overrides"].get("ensemble_size", 1)
-        base = SHIPPED if heads > 1 else LITE2
-        why = "the shipped recipe, two heads" if heads > 1 else "same encoders, one head"
+        base = THIRD_SHIPPED if heads > 1 else LITE2
+        why = ("the third round's shipped recipe, two heads" if heads > 1
+               else "same encoders, one head")
         ref = variants[base]
         changes = [CHANGES.get(k, k + " {}").format(val) for k, val in v["overrides"].items()
                    if ref["overrides"].get(k) != val]
@@ -579,7 +606,35 @@ def _fourth(res: dict, variants: dict) -> list[str]:
         verdict = "beats" if s > b else "ties with" if s == b else "does not beat"
         lines += _wrap(f"`{v['variant']}` ({'; '.join(changes)}) {verdict} `{base}` ({why}): "
                        f"selection score {s:.2f} against {b:.2f} ({s - b:+.2f}).", "- ")
-    return lines + [""]
+    return lines + ["", *_wrap(_shipped_sentence(variants)), ""]
+
+
+def _shipped_sentence(variants: dict) -> str:
+    """Which variant ships: the highest selection score of every round, within the size limit."""
+    best = max(variants.values(), key=_score)
+    text = (f"**Shipped: `{SHIPPED}`** (selection score {_score(variants[SHIPPED]):.2f}, "
+            f"{_model_mb():.1f} MB; limit {SIZE_LIMIT_MB} MB)")
+    if best["variant"] == SHIPPED:
+        return text + ", the highest selection score of all rounds."
+    return (text + f"; `{best['variant']}` scores higher ({_score(best):.2f}) and was not "
+            "shipped.")
+
+
+def _recipe(name: str, res: dict) -> str:
+    """A broader variant's recipe in a few words: "2 heads, mirrored images, hard negatives"."""
+    over = next((v["overrides"] for v in res["broader"] if v["variant"] == name), {})
+    words = [f"{over.get('ensemble_size', 1)} head" + ("s" if over.get("ensemble_size", 1) > 1
+                                                       else "")]
+    words += ["mirrored images"] * bool(over.get("use_flip"))
+    words += ["hard negatives"] * bool(over.get("hard_negative_beta"))
+    return ", ".join(words)
+
+
+def _model_mb() -> float:
+    """Size of the shipped model files (MB)."""
+    from xmodal.models.dual import DEFAULT_MODEL_DIR
+
+    return sum(f.stat().st_size for f in Path(DEFAULT_MODEL_DIR).iterdir()) / 1e6
 
 
 def _first() -> list[str]:
