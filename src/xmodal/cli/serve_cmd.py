@@ -33,7 +33,8 @@ def serve(
     ),
     tagger: Path = typer.Option(
         None, "--tagger", help="tagging model directory for the tag endpoint (default: the "
-        "shipped Flickr8K tagger; train your own with 'xmodal train tagger')"
+        "shipped tagger, Flickr8K + Conceptual Captions; train your own with "
+        "'xmodal train tagger')"
     ),
     thumbnails: Path = typer.Option(
         None, "--thumbnails", help="thumbnail cache folder (default: <cache>/thumbnails)"

@@ -323,7 +323,7 @@ def train_keyword_tagger(
 
     The keywords are the content lemmas (nouns, verbs, adjectives) in the captions of at least
     ``min_images`` photos; a logistic head on pooled EfficientNet-Lite0 features predicts them,
-    as in the shipped Flickr8K tagger. Its L2 penalty and word-prior power are chosen by mean
+    as in the shipped tagger. Its L2 penalty and word-prior power are chosen by mean
     per-word F1 of top-5 tags on a random ``held_out`` share of the photos; the final model is
     then fit on all of them. Returns a summary (vocabulary, selection table, held-out scores).
     """
