@@ -9,7 +9,6 @@ exploration recorded in ``benchmarks/results/flickr_crm_temperature_dev.json``.
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
 from pathlib import Path
@@ -36,8 +35,9 @@ NEURAL = "Neural: logistic head on pooled EfficientNet-Lite0 (shipped)"
 
 def tagger_selection(model_dir: Path) -> list[dict]:
     """The dev-selection rows a saved keyword tagger records in its provenance."""
-    cfg = json.loads((Path(model_dir) / "config.json").read_text())
-    return (cfg.get("provenance") or {}).get("selection") or cfg.get("selection", [])
+    from xmodal.models.modeldir import read_config
+
+    return read_config(model_dir, "keyword tagger").get("provenance", {}).get("selection", [])
 
 
 def keyword_data(data=None, splits=("train", "dev", "test")):
