@@ -281,6 +281,11 @@ def dual(
                                 "stronger encoders; dev only), e.g. cc,cc_lite2_mpnet."),
     models_dir: Path = typer.Option(None, "--models-dir", help="Also save each --broader "
                                     "model in this folder (NAME/)."),
+    finetune: str = typer.Option("", "--finetune", help="Fifth round: stage-2 runs from the "
+                                 "shipped model, one per learning rate of the image tower's "
+                                 "head conv (0: the frozen control), e.g. 0,3e-5 (dev only)."),
+    finetune_epochs: int = typer.Option(6, "--finetune-epochs", help="Epochs of each "
+                                        "--finetune run."),
     report_only: bool = typer.Option(False, "--report-only", help="Rewrite the tables and the "
                                      "report from the saved JSON (in --out) and stop."),
     data: Path = DATA,
@@ -306,6 +311,8 @@ def dual(
       OMP_NUM_THREADS=2 xmodal reproduce dual --no-eval --ood '' --ensembles shipped,ens2_hn5
 
       xmodal reproduce dual --no-eval --ood '' --broader f8k,cc,cc_lite2_mpnet --models-dir m
+
+      xmodal reproduce dual --no-eval --ood '' --finetune 0,3e-5
     """
     from xmodal.reproduce.dual import reproduce
     from xmodal.reproduce.dual_report import write_report
@@ -316,10 +323,14 @@ def dual(
         return
     cmd = _command("dual", no_eval=no_eval, ood=None if ood == "dual" else repr(ood),
                    variants=variants, ensembles=ensembles,
-                   max_train=None if max_train == 6000 else max_train, broader=broader)
+                   max_train=None if max_train == 6000 else max_train, broader=broader,
+                   finetune=finetune,
+                   finetune_epochs=None if finetune_epochs == 6 else finetune_epochs)
     reproduce(not no_eval, tuple(_names(ood)), tuple(_names(variants)), tuple(_names(ensembles)),
               max_train, data, out, cmd, broader_names=tuple(_names(broader)),
-              models_dir=models_dir, report=report)
+              models_dir=models_dir, report=report,
+              finetune_lrs=tuple(float(x) for x in _names(finetune)),
+              finetune_epochs=finetune_epochs)
     console.print(f"wrote {out / 'dual_encoder.json'} and dual_encoder_tables.md")
 
 

@@ -44,27 +44,11 @@ class TrainData:
         return [s for s in self.splits if s == "dev" or s.endswith("_dev")]
 
 
-def load_train_data(
-    data=None,
-    *,
-    use_maps: bool = False,
-    use_flip: bool = False,
-    max_train_images: int | None = None,
-    progress: bool = True,
-    extra: dict[str, Any] | None = None,
-    image_backbone: str | None = None,
-    text_encoder: str | None = None,
-) -> TrainData:
-    """Cached features of Flickr8K images and captions (extracting what is missing).
-
-    ``max_train_images`` keeps the first N images of the official train split file (dev and test
-    are always complete). ``extra`` adds datasets by name (e.g. ``{"cc": load_conceptual_captions()}``:
-    anything with ``split(name)``, ``captions_of(id)`` and ``image_path(id)``): their train images
-    join the train split, their dev and test images become the splits ``<name>_dev`` and
-    ``<name>_test``, and their ids are prefixed ``<name>:``.
-    """
+def training_items(data=None, max_train_images: int | None = None,
+                   extra: dict[str, Any] | None = None):
+    """(ids, image paths, (id, caption) pairs, split -> ids) of Flickr8K's splits plus each
+    extra dataset's (see :func:`load_train_data`), in the order every training run uses."""
     from xmodal.data import load_flickr8k
-    from xmodal.features import encode_texts, extract_image_features
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -85,6 +69,31 @@ def load_train_data(
                 ids.append(prefix + i)
                 paths.append(source.image_path(i))
                 captions.extend((prefix + i, c.text) for c in source.captions_of(i))
+    return ids, paths, captions, split_ids
+
+
+def load_train_data(
+    data=None,
+    *,
+    use_maps: bool = False,
+    use_flip: bool = False,
+    max_train_images: int | None = None,
+    progress: bool = True,
+    extra: dict[str, Any] | None = None,
+    image_backbone: str | None = None,
+    text_encoder: str | None = None,
+) -> TrainData:
+    """Cached features of Flickr8K images and captions (extracting what is missing).
+
+    ``max_train_images`` keeps the first N images of the official train split file (dev and test
+    are always complete). ``extra`` adds datasets by name (e.g. ``{"cc": load_conceptual_captions()}``:
+    anything with ``split(name)``, ``captions_of(id)`` and ``image_path(id)``): their train images
+    join the train split, their dev and test images become the splits ``<name>_dev`` and
+    ``<name>_test``, and their ids are prefixed ``<name>:``.
+    """
+    from xmodal.features import encode_texts, extract_image_features
+
+    ids, paths, captions, split_ids = training_items(data, max_train_images, extra)
     f = extract_image_features(paths, maps=use_maps, progress=progress, backbone=image_backbone)
     if not f.ok.all():
         raise XmodalError(f"{int((~f.ok).sum())} training images could not be read")
@@ -174,6 +183,38 @@ class TrainConfig:
     text_encoder: str = "minilm"
 
 
+def contrastive_loss(heads, zi, zt, counts, hard_negative_beta: float = 0.0):
+    """Symmetric InfoNCE for a batch of unit image embeddings ``zi`` (B, d) and caption
+    embeddings ``zt`` (sum(counts), d), image ``j``'s ``counts[j]`` captions in a row. Image->text
+    averages the log-softmax over an image's captions; text->image is a cross-entropy over the
+    batch's images. ``hard_negative_beta`` > 0 re-weights negatives by exp(beta * cos), mean 1."""
+    import torch
+    from torch.nn import functional as F
+
+    scale = heads.log_scale.exp().clamp(max=100.0)
+    logits = scale * zi @ zt.T  # (B, captions in the batch)
+    n = len(counts)
+    owner = torch.arange(n).repeat_interleave(counts)  # caption -> image in batch
+    pos = owner[None, :] == torch.arange(n)[:, None]
+    if hard_negative_beta > 0:
+        # importance weights on the negatives, proportional to exp(beta * cos) and with mean 1
+        # per row (i2t) / column (t2i): log w added to the negatives' logits
+        sim = (zi @ zt.T).detach() * hard_negative_beta
+        neg = ~pos
+        n_neg_r = neg.sum(1, keepdim=True).float()
+        n_neg_c = neg.sum(0, keepdim=True).float()
+        masked = sim.masked_fill(pos, float("-inf"))
+        log_w_r = masked - torch.logsumexp(masked, 1, keepdim=True) + n_neg_r.log()
+        log_w_c = masked - torch.logsumexp(masked, 0, keepdim=True) + n_neg_c.log()
+        logits_r = logits + log_w_r.masked_fill(pos, 0.0)
+        logits_c = logits + log_w_c.masked_fill(pos, 0.0)
+    else:
+        logits_r = logits_c = logits
+    loss_i2t = -(F.log_softmax(logits_r, dim=1) * pos).sum(1).div(counts).mean()
+    loss_t2i = F.cross_entropy(logits_c.T, owner)
+    return 0.5 * (loss_i2t + loss_t2i)
+
+
 def fit_heads(
     td: TrainData,
     cfg: TrainConfig,
@@ -184,7 +225,6 @@ def fit_heads(
     import copy
 
     import torch
-    from torch.nn import functional as F
 
     from xmodal.models.dual_heads import DualHeads
 
@@ -254,29 +294,8 @@ def fit_heads(
             cap_idx = [rng.permutation(by_image[int(r)])[:n_caps] for r in b]
             zi = heads.image_forward(torch.from_numpy(pooled.astype(np.float32)), maps)
             zt = heads.text_forward(torch.from_numpy(td.text[np.concatenate(cap_idx)]))
-            scale = heads.log_scale.exp().clamp(max=100.0)
-            logits = scale * zi @ zt.T  # (B, captions in the batch)
             counts = torch.tensor([len(c) for c in cap_idx])
-            owner = torch.arange(len(b)).repeat_interleave(counts)  # caption -> image in batch
-            pos = owner[None, :] == torch.arange(len(b))[:, None]
-            if cfg.hard_negative_beta > 0:
-                # importance weights on the negatives, proportional to exp(beta * cos) and with
-                # mean 1 per row (i2t) / column (t2i): log w added to the negatives' logits
-                sim = (zi @ zt.T).detach() * cfg.hard_negative_beta
-                neg = ~pos
-                n_neg_r = neg.sum(1, keepdim=True).float()
-                n_neg_c = neg.sum(0, keepdim=True).float()
-                masked = sim.masked_fill(pos, float("-inf"))
-                log_w_r = masked - torch.logsumexp(masked, 1, keepdim=True) + n_neg_r.log()
-                log_w_c = masked - torch.logsumexp(masked, 0, keepdim=True) + n_neg_c.log()
-                logits_r = logits + log_w_r.masked_fill(pos, 0.0)
-                logits_c = logits + log_w_c.masked_fill(pos, 0.0)
-            else:
-                logits_r = logits_c = logits
-            logp_i2t = F.log_softmax(logits_r, dim=1)
-            loss_i2t = -(logp_i2t * pos).sum(1).div(counts).mean()
-            loss_t2i = F.cross_entropy(logits_c.T, owner)
-            loss = 0.5 * (loss_i2t + loss_t2i)
+            loss = contrastive_loss(heads, zi, zt, counts, cfg.hard_negative_beta)
             opt.zero_grad()
             loss.backward()
             opt.step()

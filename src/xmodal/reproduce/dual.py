@@ -215,7 +215,7 @@ def ensembles(names, data=None, weights=(0.0, 0.1, 0.2)) -> list[dict]:
 def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_names=(),
               max_train: int = 6000, data=None, out=None,
               command: str = "xmodal reproduce dual", broader_names=(), models_dir=None,
-              report: Path | None = None) -> dict:
+              report: Path | None = None, finetune_lrs=(), finetune_epochs: int = 6) -> dict:
     """Run the requested parts, merge them into ``dual_encoder.json`` (parts not rerun are
     kept), write the tables to ``dual_encoder_tables.md`` beside it and, unless ``report`` is
     None, the report (logged and skipped when the results it cites are not beside it)."""
@@ -240,6 +240,13 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
         done = {v["variant"]: v for v in res.get("broader", [])}
         done.update({v["variant"]: v for v in broader(broader_names, data, models_dir=models_dir)})
         res["broader"] = list(done.values())
+    if finetune_lrs:
+        from xmodal.reproduce.dual_finetune import finetune
+
+        done = {v["top_lr"]: v for v in res.get("finetune", [])}
+        for lr in finetune_lrs:
+            done[lr] = finetune(top_lr=lr, epochs=finetune_epochs, data=data)[0]
+        res["finetune"] = [done[k] for k in sorted(done)]
     res.update(stamp(command), elapsed_s=time.time() - t0)
     write_json(path, res)
     try:
