@@ -8,12 +8,16 @@ go where and which setting wins, so that every report selects the same way:
 - :func:`grid`: the settings of a grid, in a fixed order;
 - :func:`fold_average` and :func:`fold_mean_rows`: average a criterion over folds;
 - :func:`best_row` / :func:`argbest`: the winner, the first one on ties;
+- :func:`ranked`: candidates best first by a score tuple compared at a fixed relative precision
+  (:data:`SCORE_REL_PRECISION`), so that scores equal but for float rounding tie, and ties keep the
+  candidates' order (the grid's);
 - :func:`select`: evaluate a grid on held-out data and pick its best row.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -25,6 +29,8 @@ Split = tuple[np.ndarray, np.ndarray]  # (training part, held-out part), sorted 
 ANNOTATION_COLUMNS: dict[str, int | None] = {"mean_P": 4, "mean_R": 4, "mean_F1": 4,
                                              "n_words_recall_gt0": None}  # None: as is
 BEST_F1 = ("mean_F1", "n_words_recall_gt0")
+# the relative precision at which :func:`ranked` compares scores (each rounded to it first)
+SCORE_REL_PRECISION = 1e-6
 
 
 def kfold(n: int, k: int, seed: int = 0) -> list[Split]:
@@ -91,6 +97,20 @@ def best_row(rows: Sequence[Mapping], by: Sequence[str] = BEST_F1,
 def argbest(scores: Mapping, mode: str = "max"):
     """The key with the largest (``mode="max"``) or smallest score (the first on ties)."""
     return (max if mode == "max" else min)(scores, key=scores.get)
+
+
+def snapped(value: float, rel: float = SCORE_REL_PRECISION) -> float:
+    """``value`` rounded to the relative precision ``rel`` (1e-6: 7 significant digits)."""
+    if value == 0 or not math.isfinite(value):
+        return value
+    return float(f"{value:.{max(0, round(-math.log10(rel)))}e}")
+
+
+def ranked(candidates: Sequence, key: Callable[[Any], Sequence[float]],
+           rel: float = SCORE_REL_PRECISION) -> list:
+    """``candidates`` best first by ``key(c)``, a tuple of scores (larger better) compared
+    element by element after :func:`snapped`; ties keep the candidates' order."""
+    return sorted(candidates, key=lambda c: tuple(-snapped(float(v), rel) for v in key(c)))
 
 
 def select(settings: Sequence[Mapping], evaluate: Callable[[Mapping], Mapping],
