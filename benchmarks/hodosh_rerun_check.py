@@ -3,8 +3,9 @@
 Compares one or more fresh runs (each ``hodosh_reproduction.json`` + its rendered report, e.g.
 subsets of systems run with ``--out DIR --report DIR/hodosh.md``) with the stored
 ``benchmarks/results/hodosh_reproduction.json`` and ``reports/hodosh.md``, number by number:
-every metric and expert score of every system the runs hold (and significance or correlations
-where the stored file has them), and every line of the report's tables 1-4 that the runs render.
+every metric and expert score of every system the runs hold (and significance, correlations or
+the dev selection, i.e. every candidate's dev scores and the chosen settings, where the stored
+file has them), and every line of the report's tables 1-4 that the runs render.
 Records which numbers differ, by how much, and whether a difference shows at the report's
 precision.
 
@@ -54,7 +55,7 @@ def compare_results(new: dict, old: dict) -> dict:
                 _walk(m, old["metrics"][pname][d][s], ["metrics", pname, d, s], out)
     for s, e in new["expert"].items():
         _walk(e, old["expert"][s], ["expert", s], out)
-    for key in ("significance", "expert_significance"):
+    for key in ("significance", "expert_significance", "selection"):
         if key in old:
             _walk(new[key], old[key], [key], out)
         else:

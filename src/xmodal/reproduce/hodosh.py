@@ -5,7 +5,8 @@ from its cache and scored through the setting's own scorer on the 1,000 x 1,000 
 ``NAME@single`` is the same system's single best dev (kappa, n) instead of its Borda ensemble.
 Evaluation: ``flickr8k-hodosh`` (R@K, median rank), ``flickr8k-hodosh-crowd`` (S@K, R-precision,
 mAP@R), significance against Tri5Sem (:func:`xmodal.eval.compare.compare`), the expert scores of
-each system's top caption, and the rank correlations of systems across metrics (Table 7).
+each system's top caption, the rank correlations of systems across metrics (Table 7) and, per
+KCCA system, its dev selection (every candidate's dev scores and what was chosen).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def evaluate(systems: list[str], data=None) -> dict:
                 d: compare(per_query[pname][d], REFERENCE, tests, systems=systems)
                 for d in ("i2t", "t2i")}
     res.update(expert_scores(systems, scores, base, protos["flickr8k-hodosh"].dataset))
+    res["selection"] = dev_selection(systems, protos["flickr8k-hodosh"].dataset)
     res["correlations"] = correlations(res, systems)
     res["_gold_ranks"] = {d: {s: np.asarray(per_query["flickr8k-hodosh"][d][s]["rank"])
                               for s in systems} for d in ("i2t", "t2i")}
@@ -110,6 +112,33 @@ def expert_scores(systems, scores, pool, dataset) -> dict:
     if REFERENCE in systems:
         out["expert_significance"] = compare(hits, REFERENCE, {f">={t}": "mcnemar"
                                                                for t, _ in EXPERT_THRESHOLDS})
+    return out
+
+
+def dev_selection(systems: list[str], dataset) -> dict:
+    """Per KCCA system (cached, so already trained): the dev R@1, R@5, R@10 and medR of every
+    (kappa, n) candidate in grid order, the 15 settings of each task's Borda ensemble and the
+    single best dev setting."""
+    from xmodal.models.hodosh import load_hodosh_data
+    from xmodal.recipes.flickr8k import get_system
+    from xmodal.recipes.settings import get_setting
+
+    hd = load_hodosh_data(dataset)
+    out = {}
+    for base in dict.fromkeys(s.removesuffix("@single") for s in systems):
+        if get_setting(f"hodosh-{base}").family != "kcca":
+            continue
+        system = get_system(base, hd)
+        grid = system.dev_grid_
+        out[base] = {"candidates": {"kappa": [r["kappa"] for r in grid],
+                                    "n": [r["n"] for r in grid]}}
+        for task in ("i2t", "t2i"):
+            single = system.best_single(task)
+            out[base][task] = {
+                "dev": {m: [r[task][m] for r in grid] for m in ("R@1", "R@5", "R@10", "medR")},
+                "ensemble": system.selected_[task],
+                "single": {"kappa": single["kappa"], "n": single["n"]},
+            }
     return out
 
 
