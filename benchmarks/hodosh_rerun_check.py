@@ -63,6 +63,38 @@ def compare_results(new: dict, old: dict) -> dict:
     return out
 
 
+def _dev_scores(rec: dict, task: str, setting: dict) -> dict:
+    """The dev R@1/R@5/R@10/medR of one (kappa, n) candidate in a run's selection record."""
+    cand = rec["candidates"]
+    i = next(j for j, (k, n) in enumerate(zip(cand["kappa"], cand["n"]))
+             if (k, n) == (setting["kappa"], setting["n"]))
+    return {m: v[i] for m, v in rec[task]["dev"].items()}
+
+
+def selection_changes(new: dict, old: dict) -> list[dict]:
+    """Per system and task whose dev choice differs between two runs: the ensemble settings only
+    one run chose, the two single best settings, and each such candidate's dev scores in both."""
+    out = []
+    for system, rec in new.get("selection", {}).items():
+        prev = old.get("selection", {}).get(system)
+        for task in ("i2t", "t2i") if prev else ():
+            a, b = rec[task], prev[task]
+            only_new = [e for e in a["ensemble"] if e not in b["ensemble"]]
+            only_old = [e for e in b["ensemble"] if e not in a["ensemble"]]
+            if not (only_new or only_old) and a["single"] == b["single"]:
+                continue
+            involved = {(e["kappa"], e["n"]): e
+                        for e in only_new + only_old + [a["single"], b["single"]]}
+            out.append({"system": system, "task": task, "ensemble_only_new": only_new,
+                        "ensemble_only_stored": only_old,
+                        "single": {"new": a["single"], "stored": b["single"]},
+                        "dev": [{"kappa": e["kappa"], "n": e["n"],
+                                 "new": _dev_scores(rec, task, e),
+                                 "stored": _dev_scores(prev, task, e)}
+                                for e in involved.values()]})
+    return out
+
+
 def table_lines(path: Path) -> list[str]:
     return [ln for ln in path.read_text().splitlines()
             if ln.startswith("| ") and not ln.startswith(TABLE_HEADS)]
@@ -99,12 +131,16 @@ def main(argv: list[str] | None = None) -> dict:
                             "date": fresh["date"], "systems": fresh["results"]["systems"],
                             "numbers_identical": num["identical"],
                             "numbers_different": num["different"],
-                            "not_stored": num["not_stored"], "report": rep})
+                            "not_stored": num["not_stored"], "report": rep,
+                            "selection_changes": selection_changes(fresh["results"],
+                                                                   stored["results"])})
         print(f"{fresh['command']}: {num['identical']} numbers identical, "
               f"{len(num['different'])} different; report lines {rep['in_stored_report']} of "
               f"{rep['lines']} found verbatim in {args.report.name}")
         for d in num["different"]:
             print(f"  {d['where']}: {d['new']} (stored {d['stored']})")
+        for c in res["runs"][-1]["selection_changes"]:
+            print(f"  dev selection of {c['system']} {c['task']} differs: {json.dumps(c)}")
         for ln in rep["not_in_stored_report"]:
             print(f"  report line not in the stored report: {ln}")
     if not args.no_record:

@@ -42,3 +42,25 @@ def test_dev_selection_records_every_candidate_and_the_choices(monkeypatch):
     assert rec["t2i"]["single"] == rec["i2t"]["single"] == {"kappa": 0.5, "n": 40}
     assert len(rec["t2i"]["ensemble"]) == 15
     assert rec["t2i"]["ensemble"][0] == {"kappa": 0.5, "n": 40, "by": "R@1"}
+
+
+def test_rerun_check_names_the_candidates_whose_choice_flipped():
+    from benchmarks.hodosh_rerun_check import selection_changes
+
+    def run(r1_of_second, single_n):
+        dev = {"R@1": [0.040, r1_of_second, 0.039], "R@5": [0.1] * 3, "R@10": [0.2] * 3,
+               "medR": [50.0] * 3}
+        top = 20 if r1_of_second > 0.040 else 10
+        task = {"dev": dev, "ensemble": [{"kappa": 0.1, "n": top, "by": "R@1"}],
+                "single": {"kappa": 0.1, "n": single_n}}
+        return {"selection": {"tagrank": {"candidates": {"kappa": [0.1] * 3, "n": [10, 20, 30]},
+                                          "i2t": task, "t2i": task}}}
+
+    assert selection_changes(run(0.041, 30), run(0.041, 30)) == []
+    changes = selection_changes(run(0.041, 30), run(0.040, 30))  # one dev hit apart
+    assert [c["task"] for c in changes] == ["i2t", "t2i"]
+    c = changes[1]
+    assert c["ensemble_only_new"] == [{"kappa": 0.1, "n": 20, "by": "R@1"}]
+    assert c["ensemble_only_stored"] == [{"kappa": 0.1, "n": 10, "by": "R@1"}]
+    assert [(d["n"], d["new"]["R@1"], d["stored"]["R@1"]) for d in c["dev"]] == \
+        [(20, 0.041, 0.040), (10, 0.040, 0.040), (30, 0.039, 0.039)]
