@@ -272,3 +272,47 @@ def test_encoder_names_are_saved_and_checked(trained, tmp_path):
         DualEncoder(image_backbone="resnet50")
     with pytest.raises(XmodalError, match="text encoder"):
         DualEncoder(text_encoder="bert")
+
+
+def test_tuned_image_top_is_used_saved_and_loaded(trained, tmp_path):
+    """A model with a tuned head conv computes pooled features from the activations below it,
+    saves them as format version 3 and loads them back."""
+    from xmodal.models.image_top import top_pooled
+
+    td, model, _ = trained
+    rng = np.random.default_rng(3)
+    prehead = rng.normal(size=(len(td.pooled), 4, 8)).astype(np.float32)
+    top = {"weight": rng.normal(size=(td.pooled.shape[1], 8)).astype(np.float32),
+           "bias": rng.normal(size=td.pooled.shape[1]).astype(np.float32)}
+    plain = model.embed_image_features(top_pooled(prehead, top), td.logits)
+    model.image_top_ = top
+    try:
+        tuned = model.embed_image_features(td.pooled, td.logits, prehead=prehead)
+        np.testing.assert_allclose(tuned, plain, atol=1e-6)  # pooled comes from the top
+        with pytest.raises(XmodalError, match="prehead"):
+            model.embed_image_features(td.pooled, td.logits)
+        model.save(tmp_path / "m")
+    finally:
+        model.image_top_ = None
+    assert json.loads((tmp_path / "m" / "config.json").read_text())["version"] == 3
+    loaded = DualEncoder.load(tmp_path / "m")
+    np.testing.assert_allclose(loaded.image_top_["weight"], top["weight"], rtol=1e-3, atol=1e-3)
+    np.testing.assert_allclose(loaded.embed_image_features(None, td.logits, prehead=prehead),
+                               tuned, atol=2e-2)  # float16 storage
+    # a model without a top stays version 2, readable by older versions
+    model.save(tmp_path / "plain")
+    assert json.loads((tmp_path / "plain" / "config.json").read_text())["version"] == 2
+
+
+def test_pretrained_top_on_real_images_reproduces_the_default_embeddings():
+    """The prehead path with the network's own head conv = the pooled path (real Lite2 pixels)."""
+    skdata = pytest.importorskip("skimage.data")
+    from xmodal.models.dual import DEFAULT_MODEL_DIR
+    from xmodal.models.image_top import pretrained_top
+
+    model = DualEncoder.load(DEFAULT_MODEL_DIR)  # a fresh copy: the shared default stays as is
+    images = [Image.fromarray(skdata.chelsea()), Image.fromarray(skdata.coffee())]
+    plain = model.embed_images(images, progress=False, cache=False)
+    model.image_top_ = pretrained_top(model.image_backbone)
+    via_top = model.embed_images(images, progress=False, cache=False)
+    assert (plain * via_top).sum(1).min() > 0.9999

@@ -69,7 +69,10 @@ def test_image_features_shapes_oracles_and_cache(cache, photos, monkeypatch):
     def boom(*args):
         raise AssertionError("cache miss")
 
+    pre = ie.extract_image_features(paths, prehead=True, progress=False).prehead
     monkeypatch.setattr(ie, "_forward", boom)
+    np.testing.assert_array_equal(
+        ie.extract_image_features(paths, prehead=True, progress=False).prehead, pre)
     copy = folder / "copy_of_p0.png"
     shutil.copy(paths[0], copy)
     g = ie.extract_image_features([copy, *paths], maps=True, progress=False)
@@ -89,7 +92,8 @@ def test_onnx_engine_matches_torch_on_real_photos(cache, tmp_path, monkeypatch):
     out = {}
     for name in ("torch", "onnx"):
         monkeypatch.setenv("XMODAL_ENGINE", name)
-        out[name] = ie.extract_image_features(paths, maps=True, cache=False, progress=False)
+        out[name] = ie.extract_image_features(paths, maps=True, prehead=True, cache=False,
+                                              progress=False)
 
     def cosine(a, b):
         return (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
@@ -100,6 +104,9 @@ def test_onnx_engine_matches_torch_on_real_photos(cache, tmp_path, monkeypatch):
     assert (out["torch"].logits.argmax(1) == out["onnx"].logits.argmax(1)).all()
     np.testing.assert_allclose(out["onnx"].maps.astype(np.float32),
                                out["torch"].maps.astype(np.float32), atol=2e-2)
+    assert out["onnx"].prehead.shape == (len(paths), 49, 320)
+    np.testing.assert_allclose(out["onnx"].prehead.astype(np.float32),
+                               out["torch"].prehead.astype(np.float32), atol=2e-2)
     monkeypatch.setenv("XMODAL_ENGINE", "tensorflow")
     with pytest.raises(XmodalError, match="XMODAL_ENGINE"):
         ie.extract_image_features(paths[:1], cache=False, progress=False)

@@ -280,7 +280,7 @@ def dual(
     broader: str = typer.Option("", "--broader", help="Third-round variants (broader data, "
                                 "stronger encoders; dev only), e.g. cc,cc_lite2_mpnet."),
     models_dir: Path = typer.Option(None, "--models-dir", help="Also save each --broader "
-                                    "model in this folder (NAME/)."),
+                                    "model in this folder (NAME/; --finetune: finetune_LR/)."),
     finetune: str = typer.Option("", "--finetune", help="Fifth round: stage-2 runs from the "
                                  "shipped model, one per learning rate of the image tower's "
                                  "head conv (0: the frozen control), e.g. 0,3e-5 (dev only)."),

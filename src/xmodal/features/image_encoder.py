@@ -55,6 +55,7 @@ class Backbone:
 
     name: str  # lite0 | lite1 | lite2
     image_size: int
+    prehead_channels: int  # channels of the last block's output, below the head conv
 
     @property
     def grid(self) -> int:  # cells per side of the last feature map (stride 32, 'same' padding)
@@ -84,8 +85,8 @@ class Backbone:
         return path
 
 
-BACKBONES = {b.name: b for b in (Backbone("lite0", 224), Backbone("lite1", 240),
-                                 Backbone("lite2", 260))}
+BACKBONES = {b.name: b for b in (Backbone("lite0", 224, 320), Backbone("lite1", 240, 320),
+                                 Backbone("lite2", 260, 352))}
 DEFAULT_BACKBONE = "lite0"
 IMAGE_SIZE = BACKBONES[DEFAULT_BACKBONE].image_size
 GRID = BACKBONES[DEFAULT_BACKBONE].grid
@@ -113,6 +114,7 @@ class ImageFeatures:
     logits: np.ndarray  # (n, 1000) float32
     maps: np.ndarray | None  # (n, g, g, 1280) float16, when asked for
     ok: np.ndarray  # (n,) bool: False where the image could not be read (rows are zeros)
+    prehead: np.ndarray | None = None  # (n, g * g, C) float16 below the head conv, if asked
 
 
 def load_efficientnet(backbone: str | None = None):
@@ -174,36 +176,45 @@ def _key(image: ImageInput, flip: bool) -> str:
     return h + (":flip" if flip else "")
 
 
-def _caches(b: Backbone) -> tuple[ArrayCache, ArrayCache]:
-    small = ArrayCache(
-        b.version,
-        {"pooled": ((FEATURE_DIM,), "float32"), "logits": ((N_CLASSES,), "float32")},
-    )
-    maps = ArrayCache(b.version + "_maps", {"maps": ((b.grid, b.grid, FEATURE_DIM), "float16")})
-    return small, maps
+def _caches(b: Backbone) -> dict[str, ArrayCache]:
+    """The feature caches of a backbone: pooled + logits, maps, prehead (the last two are big
+    and filled only when asked for)."""
+    return {
+        "small": ArrayCache(b.version, {"pooled": ((FEATURE_DIM,), "float32"),
+                                        "logits": ((N_CLASSES,), "float32")}),
+        "maps": ArrayCache(b.version + "_maps",
+                           {"maps": ((b.grid, b.grid, FEATURE_DIM), "float16")}),
+        "prehead": ArrayCache(b.version + "_prehead",
+                              {"prehead": ((b.grid * b.grid, b.prehead_channels), "float16")}),
+    }
 
 
-def _forward(batch: np.ndarray, maps: bool = True, backbone: str | None = None):
-    """(pooled, logits, maps or None) of a preprocessed batch, on the configured engine
+def trunk_outputs(net, x):
+    """Torch: (pooled, logits, maps (b, g, g, 1280), prehead (b, g * g, C)) of an image batch,
+    ``prehead`` being the last block's output, below the head conv."""
+    h = net._swish(net._bn0(net._conv_stem(x)))
+    for block in net._blocks:
+        h = block(h)
+    fmap = net._swish(net._bn1(net._conv_head(h)))
+    pooled = fmap.mean(dim=(2, 3))
+    return pooled, net._fc(pooled), fmap.permute(0, 2, 3, 1), h.flatten(2).transpose(1, 2)
+
+
+def _forward(batch: np.ndarray, outputs, backbone: str | None = None) -> dict[str, np.ndarray]:
+    """The named trunk outputs of a preprocessed batch, on the configured engine
     (:func:`xmodal.features.onnx_engine.engine`: ONNX Runtime by default, or torch)."""
     from xmodal.features.onnx_engine import effnet_forward, engine
 
     if engine() == "onnx":
-        return effnet_forward(batch, maps, backbone)
-    return _torch_forward(batch, maps, backbone)
-
-
-def _torch_forward(batch: np.ndarray, maps: bool = True, backbone: str | None = None):
+        return effnet_forward(batch, outputs, backbone)
     import torch
 
     model = load_efficientnet(backbone)
     with torch.inference_mode():
         x = torch.from_numpy(batch).contiguous(memory_format=torch.channels_last)
-        fmap = model.extract_features(x)  # (b, 1280, g, g)
-        pooled = fmap.mean(dim=(2, 3))
-        logits = model._fc(pooled)
-    fmaps = fmap.permute(0, 2, 3, 1).numpy().astype(np.float16) if maps else None
-    return pooled.numpy(), logits.numpy(), fmaps
+        out = dict(zip(("pooled", "logits", "maps", "prehead"), trunk_outputs(model, x)))
+    return {k: out[k].numpy().astype(np.float16 if k in ("maps", "prehead") else np.float32)
+            for k in outputs}
 
 
 def extract_image_features(
@@ -216,12 +227,15 @@ def extract_image_features(
     progress: bool = True,
     on_error: Literal["raise", "mask"] = "raise",
     backbone: str | None = None,
+    prehead: bool = False,
 ) -> ImageFeatures:
     """EfficientNet-Lite features of ``images`` (paths or PIL images), in order.
 
     ``on_error="raise"`` raises XmodalError naming the first unreadable file; ``"mask"`` leaves
     zero rows for unreadable images and reports them in ``ok``. ``flip`` mirrors the images.
     ``backbone``: ``lite0`` (default), ``lite1`` or ``lite2`` (see :data:`BACKBONES`).
+    ``maps`` / ``prehead`` also return the last feature map / the activations below the head
+    conv (what a tuned top, :mod:`xmodal.models.image_top`, reads).
     """
     from tqdm.auto import tqdm
 
@@ -229,9 +243,11 @@ def extract_image_features(
         raise XmodalError(f"on_error must be 'raise' or 'mask', not {on_error!r}")
     bb = get_backbone(backbone)
     n = len(images)
-    pooled = np.zeros((n, FEATURE_DIM), np.float32)
-    logits = np.zeros((n, N_CLASSES), np.float32)
-    fmaps = np.zeros((n, bb.grid, bb.grid, FEATURE_DIM), np.float16) if maps else None
+    shapes = {"pooled": ((FEATURE_DIM,), np.float32), "logits": ((N_CLASSES,), np.float32),
+              "maps": ((bb.grid, bb.grid, FEATURE_DIM), np.float16),
+              "prehead": ((bb.grid * bb.grid, bb.prehead_channels), np.float16)}
+    wanted = ["pooled", "logits"] + ["maps"] * maps + ["prehead"] * prehead
+    out = {k: np.zeros((n, *shapes[k][0]), shapes[k][1]) for k in wanted}
     ok = np.zeros(n, bool)
 
     keys: list[str | None] = []
@@ -243,26 +259,25 @@ def extract_image_features(
                 raise
             keys.append(None)
 
-    small_cache, map_cache = _caches(bb) if cache else (None, None)
-    todo = list(range(n))
+    caches = _caches(bb) if cache else {}
+    # cache name -> the outputs it holds, for the outputs asked for
+    held = {"small": ("pooled", "logits"), "maps": ("maps",), "prehead": ("prehead",)}
+    used = [c for c in held if any(k in wanted for k in held[c])]
+    todo = [i for i, k in enumerate(keys) if k is not None]
     if cache:
         valid = [k for k in keys if k is not None]
-        hit_small = small_cache.get_many(valid)
-        hit_maps = map_cache.get_many(valid) if maps else {}
+        hits = {c: caches[c].get_many(valid) for c in used}
         todo = []
         for i, k in enumerate(keys):
             if k is None:
                 continue
-            if k in hit_small and (not maps or k in hit_maps):
-                pooled[i] = hit_small[k]["pooled"]
-                logits[i] = hit_small[k]["logits"]
-                if maps:
-                    fmaps[i] = hit_maps[k]["maps"]
+            if all(k in hits[c] for c in used):
+                for c in used:
+                    for name in held[c]:
+                        out[name][i] = hits[c][k][name]
                 ok[i] = True
             else:
                 todo.append(i)
-    else:
-        todo = [i for i, k in enumerate(keys) if k is not None]
 
     bar = tqdm(total=len(todo), desc=bb.title, unit="img", disable=not progress or not todo)
     for start in range(0, len(todo), batch_size):
@@ -277,20 +292,16 @@ def extract_image_features(
                     bar.close()
                     raise
         if good:
-            p, lg, fm = _forward(np.stack(arrays), maps, bb.name)
-            pooled[good], logits[good] = p, lg
-            if maps:
-                fmaps[good] = fm
+            got = _forward(np.stack(arrays), wanted, bb.name)
+            for name in wanted:
+                out[name][good] = got[name]
             ok[good] = True
-            if cache:
-                small_cache.put_many(
-                    (keys[i], {"pooled": p[j], "logits": lg[j]}) for j, i in enumerate(good)
-                )
-                if maps:  # 7x7x1280 maps are ~125 KB an image: keep them only when asked for
-                    map_cache.put_many((keys[i], {"maps": fm[j]}) for j, i in enumerate(good))
+            for c in used if cache else ():  # maps / prehead are big: kept only when asked for
+                caches[c].put_many((keys[i], {name: got[name][j] for name in held[c]})
+                                   for j, i in enumerate(good))
         bar.update(len(idx))
     bar.close()
-    return ImageFeatures(pooled, logits, fmaps, ok)
+    return ImageFeatures(out["pooled"], out["logits"], out.get("maps"), ok, out.get("prehead"))
 
 
 def encode_image_paths(

@@ -24,6 +24,8 @@ from xmodal.paths import cache_dir
 
 ENGINES = ("onnx", "torch")
 EXPORT_VERSION = "v1"
+EFFNET_EXPORT_VERSION = "v2"  # v2: the prehead output added
+EFFNET_OUTPUTS = ("pooled", "logits", "maps", "prehead")
 _SESSIONS: dict[str, object] = {}
 _LOCK = threading.Lock()
 
@@ -59,13 +61,13 @@ def _digest(path: str, size: int, mtime_ns: int) -> str:
 
 def export_effnet(path: Path, backbone: str | None = None) -> Path:
     """Export an EfficientNet-Lite trunk: images (b, 3, s, s) -> pooled (b, 1280), logits
-    (b, 1000), maps (b, g, g, 1280) (Lite0: s = 224, g = 7). Written to a temporary name, then
-    renamed."""
+    (b, 1000), maps (b, g, g, 1280) and prehead (b, g * g, C), the activations below the head
+    conv (Lite0: s = 224, g = 7, C = 320). Written to a temporary name, then renamed."""
     import warnings
 
     import torch
 
-    from xmodal.features.image_encoder import get_backbone, load_efficientnet
+    from xmodal.features.image_encoder import get_backbone, load_efficientnet, trunk_outputs
 
     size = get_backbone(backbone).image_size
     net = load_efficientnet(backbone)
@@ -76,18 +78,16 @@ def export_effnet(path: Path, backbone: str | None = None) -> Path:
             self.net = net
 
         def forward(self, x):
-            fmap = self.net.extract_features(x)
-            pooled = fmap.mean(dim=(2, 3))
-            return pooled, self.net._fc(pooled), fmap.permute(0, 2, 3, 1)
+            return trunk_outputs(self.net, x)
 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    dims = {"images": {0: "batch"}, "pooled": {0: "batch"}, "logits": {0: "batch"},
-            "maps": {0: "batch"}}
+    outputs = list(EFFNET_OUTPUTS)
+    dims = {name: {0: "batch"} for name in ["images", *outputs]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(Trunk().eval(), (torch.zeros(2, 3, size, size),), str(tmp),
-                          input_names=["images"], output_names=["pooled", "logits", "maps"],
+                          input_names=["images"], output_names=outputs,
                           dynamic_axes=dims, opset_version=17, dynamo=False)
     tmp.replace(path)
     return path
@@ -97,7 +97,7 @@ def effnet_model_path(backbone: str | None = None) -> Path:
     from xmodal.features.image_encoder import get_backbone
 
     b = get_backbone(backbone)
-    name = f"effnet_{b.name}_{EXPORT_VERSION}_{_file_digest(b.weights_path())}.onnx"
+    name = f"effnet_{b.name}_{EFFNET_EXPORT_VERSION}_{_file_digest(b.weights_path())}.onnx"
     return cache_dir() / "onnx" / name
 
 
@@ -146,13 +146,15 @@ def _session(path: Path, export) -> object:
     return _SESSIONS[key]
 
 
-def effnet_forward(batch: np.ndarray, maps: bool = False, backbone: str | None = None):
-    """(pooled, logits, maps or None) for a (b, 3, s, s) float32 batch, by ONNX Runtime."""
+def effnet_forward(batch: np.ndarray, outputs=("pooled", "logits"),
+                   backbone: str | None = None) -> dict[str, np.ndarray]:
+    """The named trunk outputs (see :func:`export_effnet`) for a (b, 3, s, s) float32 batch, by
+    ONNX Runtime; maps and prehead as float16."""
     session = _session(effnet_model_path(backbone),
                        functools.partial(export_effnet, backbone=backbone))
-    names = ["pooled", "logits", "maps"] if maps else ["pooled", "logits"]
-    out = session.run(names, {"images": np.ascontiguousarray(batch, dtype=np.float32)})
-    return out[0], out[1], (out[2].astype(np.float16) if maps else None)
+    out = session.run(list(outputs), {"images": np.ascontiguousarray(batch, dtype=np.float32)})
+    return {name: a.astype(np.float16) if name in ("maps", "prehead") else a
+            for name, a in zip(outputs, out)}
 
 
 MINILM_MAX_TOKENS = 256  # the model's max_seq_length (sentence_bert_config.json)

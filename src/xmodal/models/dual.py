@@ -113,6 +113,7 @@ class DualEncoder:
         self.text_encoder = text_encoder
         self.heads_ = None
         self.class_text_: np.ndarray | None = None
+        self.image_top_: dict[str, np.ndarray] | None = None  # a tuned head conv, if any
         self.meta_: dict[str, Any] = {}
 
     # ----- shape -----------------------------------------------------------------------------
@@ -155,9 +156,17 @@ class DualEncoder:
         return np.asarray(pooled, np.float32)
 
     def embed_image_features(
-        self, pooled: np.ndarray, logits: np.ndarray, maps: np.ndarray | None = None
+        self, pooled: np.ndarray, logits: np.ndarray, maps: np.ndarray | None = None,
+        prehead: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Embeddings from cached EfficientNet-Lite features (see ``xmodal.features``)."""
+        """Embeddings from cached EfficientNet-Lite features (see ``xmodal.features``). A model
+        with a tuned top (``image_top_``) computes its pooled features from ``prehead``."""
+        if self.image_top_ is not None:
+            if prehead is None:
+                raise XmodalError("this model tunes the image tower's head conv: pass prehead")
+            from xmodal.models.image_top import top_pooled
+
+            pooled = top_pooled(prehead, self.image_top_)
         a, b = self._weights()
         parts = []
         if self.has_heads:
@@ -194,8 +203,9 @@ class DualEncoder:
             return np.zeros((0, self.dim), np.float32)
         needs_maps = self.has_heads and self.heads_.uses_maps
         f = extract_image_features(images, maps=needs_maps, progress=progress, on_error=on_error,
-                                   cache=cache, backbone=self.image_backbone)
-        emb = self.embed_image_features(f.pooled, f.logits, f.maps)
+                                   cache=cache, backbone=self.image_backbone,
+                                   prehead=self.image_top_ is not None)
+        emb = self.embed_image_features(f.pooled, f.logits, f.maps, f.prehead)
         emb[~f.ok] = 0.0
         return emb
 
@@ -231,7 +241,10 @@ class DualEncoder:
         }
 
     SAVE_TYPE = MODEL_TYPE
-    SAVE_VERSION = 2  # version 1: weights.npz beside a config without state/provenance
+    # version 1: weights.npz beside a config without state/provenance; version 3: a tuned head
+    # conv (image_top_) beside the heads, which version-2 readers would ignore (so they refuse)
+    SAVE_VERSION = 2
+    TOP_SAVE_VERSION = 3
 
     def save(self, path: str | os.PathLike, provenance: dict | None = None) -> Path:
         """Write the model directory ``path`` (float16 arrays, no pickle); ``meta_`` (how it
@@ -242,16 +255,27 @@ class DualEncoder:
                 arrays[f"heads.{k}"] = v.astype(np.float16)
         state = {"has_heads": self.has_heads,
                  "heads": self.heads_.config() if self.has_heads else None}
-        return write_model_dir(path, type=MODEL_TYPE, version=self.SAVE_VERSION,
+        version = self.SAVE_VERSION
+        if self.image_top_ is not None:
+            arrays.update({f"top.{k}": v.astype(np.float16) for k, v in self.image_top_.items()})
+            state["image_top"] = True
+            version = self.TOP_SAVE_VERSION
+        return write_model_dir(path, type=MODEL_TYPE, version=version,
                                params=self.get_params(), arrays=arrays, state=state,
                                provenance={**self.meta_, **(provenance or {})})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> DualEncoder:
-        saved = read_model_dir(path, MODEL_TYPE, cls.SAVE_VERSION, "dual encoder")
+        saved = read_model_dir(path, MODEL_TYPE, None, "dual encoder")
+        if saved.version not in (cls.SAVE_VERSION, cls.TOP_SAVE_VERSION):
+            raise XmodalError(f"{path}: dual encoder format version {saved.version} is not "
+                              f"supported (this xmodal reads versions {cls.SAVE_VERSION} and "
+                              f"{cls.TOP_SAVE_VERSION}); retrain the model")
         model = cls(**saved.params)
         arrays = {k: v.astype(np.float32) for k, v in saved.arrays.items()}
         model.class_text_ = arrays["class_text"]
+        if saved.state.get("image_top"):
+            model.image_top_ = {"weight": arrays["top.weight"], "bias": arrays["top.bias"]}
         if saved.state.get("has_heads"):  # numpy heads: loading a model never imports torch
             from xmodal.models.head_inference import NumpyHeads
 

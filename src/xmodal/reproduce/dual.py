@@ -245,7 +245,9 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
 
         done = {v["top_lr"]: v for v in res.get("finetune", [])}
         for lr in finetune_lrs:
-            done[lr] = finetune(top_lr=lr, epochs=finetune_epochs, data=data)[0]
+            done[lr], model = finetune(top_lr=lr, epochs=finetune_epochs, data=data)
+            if models_dir is not None:
+                model.save(Path(models_dir) / f"finetune_{lr:g}")
         res["finetune"] = [done[k] for k in sorted(done)]
     res.update(stamp(command), elapsed_s=time.time() - t0)
     write_json(path, res)

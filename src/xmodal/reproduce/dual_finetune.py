@@ -16,7 +16,7 @@ shipped heads), then the bridge weight chosen as :func:`xmodal.models.dual_train
 does. Nothing here reads a test split.
 
     from xmodal.reproduce.dual_finetune import finetune
-    line, state = finetune(top_lr=3e-5, epochs=6)
+    line, model = finetune(top_lr=3e-5, epochs=6)
 """
 
 from __future__ import annotations
@@ -41,50 +41,14 @@ def cache_root() -> Path:
 
 
 # -- activations below the head conv -------------------------------------------------------------
-def _export_prehead(path: Path, backbone: str) -> None:
-    """An ONNX trunk: images -> prehead (b, cells, C) activations and ImageNet logits."""
-    import warnings
-
-    import torch
-
-    from xmodal.features.image_encoder import get_backbone, load_efficientnet
-
-    net = load_efficientnet(backbone)
-
-    class Trunk(torch.nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.net = net
-
-        def forward(self, x):
-            net = self.net
-            x = net._swish(net._bn0(net._conv_stem(x)))
-            for block in net._blocks:
-                x = block(x)
-            pre = x
-            pooled = net._swish(net._bn1(net._conv_head(pre))).mean(dim=(2, 3))
-            return pre.flatten(2).transpose(1, 2), net._fc(pooled)
-
-    size = get_backbone(backbone).image_size
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(Trunk().eval(), (torch.zeros(2, 3, size, size),), str(tmp),
-                          input_names=["images"], output_names=["prehead", "logits"],
-                          dynamic_axes={"images": {0: "b"}, "prehead": {0: "b"},
-                                        "logits": {0: "b"}}, opset_version=17, dynamo=False)
-    tmp.replace(path)
-
-
 def prehead_activations(paths: list, name: str, flip: bool = False, backbone: str = BACKBONE,
                         batch: int = 32) -> tuple[np.ndarray, np.ndarray]:
     """(n, cells, C) float16 activations below the head conv and (n, 1000) logits of ``paths``,
     cached under ``cache_root()/name`` (resumable: a killed run goes on where it stopped)."""
-    import onnxruntime as ort
     from tqdm.auto import tqdm
 
     from xmodal.features.image_encoder import get_backbone, open_image, preprocess
+    from xmodal.features.onnx_engine import effnet_forward
 
     b = get_backbone(backbone)
     root = cache_root()
@@ -101,40 +65,29 @@ def prehead_activations(paths: list, name: str, flip: bool = False, backbone: st
     mode = "r+" if done else "w+"
     if done == n:
         mode = "r"
-    onnx_path = root / f"prehead_{b.name}.onnx"
-    session = None
     pre = logits = None
     for start in tqdm(range(done, n, batch), desc=f"prehead {name}{' flip' if flip else ''}",
                       unit="batch", disable=done == n):
-        if session is None:
-            if not onnx_path.is_file():
-                _export_prehead(onnx_path, b.name)
-            opts = ort.SessionOptions()
-            opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-            if os.environ.get("XMODAL_THREADS"):
-                opts.intra_op_num_threads = int(os.environ["XMODAL_THREADS"])
-            session = ort.InferenceSession(str(onnx_path), opts,
-                                           providers=["CPUExecutionProvider"])
         if pre is None:
-            pre, logits = _open(stem, n, cells, mode)
+            pre, logits = _open(stem, n, cells, b.prehead_channels, mode)
         x = np.stack([preprocess(open_image(p), flip=flip, size=b.image_size)
                       for p in paths[start : start + batch]])
-        p, lg = session.run(["prehead", "logits"], {"images": x})
-        pre[start : start + len(x)] = p.astype(np.float16)
-        logits[start : start + len(x)] = lg
+        got = effnet_forward(x, ("prehead", "logits"), b.name)
+        pre[start : start + len(x)] = got["prehead"]
+        logits[start : start + len(x)] = got["logits"]
         if (start // batch) % 20 == 0 or start + batch >= n:
             pre.flush()
             logits.flush()
             done_file.write_text(json.dumps({**meta, "done": min(start + batch, n)}))
     if pre is None:
-        pre, logits = _open(stem, n, cells, "r")
+        pre, logits = _open(stem, n, cells, b.prehead_channels, "r")
     return pre, logits
 
 
-def _open(stem: Path, n: int, cells: int, mode: str):
+def _open(stem: Path, n: int, cells: int, channels: int, mode: str):
     stem.parent.mkdir(parents=True, exist_ok=True)
     pre = np.lib.format.open_memmap(f"{stem}.prehead.npy", mode=mode, dtype=np.float16,
-                                    shape=None if mode == "r" else (n, cells, 352))
+                                    shape=None if mode == "r" else (n, cells, channels))
     lg = np.lib.format.open_memmap(f"{stem}.logits.npy", mode=mode, dtype=np.float32,
                                    shape=None if mode == "r" else (n, 1000))
     return pre, lg
@@ -146,7 +99,7 @@ def _warm_heads(model_dir: Path):
     from xmodal.models.dual_heads import heads_from_arrays
     from xmodal.models.modeldir import read_model_dir
 
-    saved = read_model_dir(model_dir, "dual-encoder", 2, "dual encoder")
+    saved = read_model_dir(model_dir, "dual-encoder", None, "dual encoder")
     arrays = {k[6:]: v.astype(np.float32) for k, v in saved.arrays.items()
               if k.startswith("heads.")}
     return heads_from_arrays(saved.state["heads"], arrays)
@@ -156,9 +109,9 @@ def finetune(top_lr: float = 3e-5, head_lr: float = 1e-4, epochs: int = 6, seed:
              hard_negative_beta: float = 5.0, flip_prob: float = 0.5, batch_images: int = 128,
              warm_from: str | Path | None = None, data=None, cc_path=None,
              bridge_weights=(0.0, 0.1, 0.2, 0.3, 0.4),
-             bridge_tolerance: float = 1.0) -> tuple[dict, dict]:
+             bridge_tolerance: float = 1.0):
     """One stage-2 run (``top_lr`` 0: the control): (its line for the report, the selected
-    state: ``top`` arrays, torch ``heads`` and the warm-start ``model``)."""
+    model: a :class:`~xmodal.models.dual.DualEncoder` with the tuned top, if any)."""
     import copy
 
     import torch
@@ -275,9 +228,14 @@ def finetune(top_lr: float = 3e-5, head_lr: float = 1e-4, epochs: int = 6, seed:
             "epochs": epochs, "best_epoch": best_epoch, "w": w,
             "fit_s": round(time.time() - t0), "score_w0": round(best_score, 3),
             "score": round(by_w[w][0], 3), "dev": by_w[w][1], "history": history,
-            "warm_from": str(warm_from)}
+            "warm_from": str(warm_from), "flip_prob": flip_prob,
+            "hard_negative_beta": hard_negative_beta, "seed": seed}
+    model.heads_ = heads
+    model.image_top_ = None if frozen else best_top
+    model.bridge_weight = float(w)
+    model.meta_ = {**model.meta_, "stage2": {k: v for k, v in line.items() if k != "history"}}
     log(json.dumps({k: v for k, v in line.items() if k != "history"}))
-    return line, {"top": best_top, "heads": heads, "model": model}
+    return line, model
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
