@@ -312,6 +312,7 @@ def test_pretrained_top_on_real_images_reproduces_the_default_embeddings():
 
     model = DualEncoder.load(DEFAULT_MODEL_DIR)  # a fresh copy: the shared default stays as is
     images = [Image.fromarray(skdata.chelsea()), Image.fromarray(skdata.coffee())]
+    model.image_top_ = None  # the pooled path of the pretrained network
     plain = model.embed_images(images, progress=False, cache=False)
     model.image_top_ = pretrained_top(model.image_backbone)
     via_top = model.embed_images(images, progress=False, cache=False)

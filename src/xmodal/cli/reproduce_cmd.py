@@ -280,12 +280,18 @@ def dual(
     broader: str = typer.Option("", "--broader", help="Third-round variants (broader data, "
                                 "stronger encoders; dev only), e.g. cc,cc_lite2_mpnet."),
     models_dir: Path = typer.Option(None, "--models-dir", help="Also save each --broader "
-                                    "model in this folder (NAME/; --finetune: finetune_LR/)."),
+                                    "model in this folder (NAME/; --finetune: "
+                                    "finetune_LR_flipP/)."),
     finetune: str = typer.Option("", "--finetune", help="Fifth round: stage-2 runs from the "
                                  "shipped model, one per learning rate of the image tower's "
                                  "head conv (0: the frozen control), e.g. 0,3e-5 (dev only)."),
     finetune_epochs: int = typer.Option(6, "--finetune-epochs", help="Epochs of each "
                                         "--finetune run."),
+    finetune_flip: float = typer.Option(0.5, "--finetune-flip", help="Share of mirrored "
+                                        "images in --finetune runs (0: no mirrored cache)."),
+    finetune_from: Path = typer.Option(None, "--finetune-from", help="The stage-1 model the "
+                                       "--finetune runs start from (the fourth round's shipped "
+                                       "model; xmodal train dual --no-stage2 makes one)."),
     report_only: bool = typer.Option(False, "--report-only", help="Rewrite the tables and the "
                                      "report from the saved JSON (in --out) and stop."),
     data: Path = DATA,
@@ -312,7 +318,7 @@ def dual(
 
       xmodal reproduce dual --no-eval --ood '' --broader f8k,cc,cc_lite2_mpnet --models-dir m
 
-      xmodal reproduce dual --no-eval --ood '' --finetune 0,3e-5
+      xmodal reproduce dual --no-eval --ood '' --finetune 0,3e-4 --finetune-from m/stage1
     """
     from xmodal.reproduce.dual import reproduce
     from xmodal.reproduce.dual_report import write_report
@@ -325,12 +331,14 @@ def dual(
                    variants=variants, ensembles=ensembles,
                    max_train=None if max_train == 6000 else max_train, broader=broader,
                    finetune=finetune,
-                   finetune_epochs=None if finetune_epochs == 6 else finetune_epochs)
+                   finetune_epochs=None if finetune_epochs == 6 else finetune_epochs,
+                   finetune_flip=None if finetune_flip == 0.5 else finetune_flip)
     reproduce(not no_eval, tuple(_names(ood)), tuple(_names(variants)), tuple(_names(ensembles)),
               max_train, data, out, cmd, broader_names=tuple(_names(broader)),
               models_dir=models_dir, report=report,
               finetune_lrs=tuple(float(x) for x in _names(finetune)),
-              finetune_epochs=finetune_epochs)
+              finetune_epochs=finetune_epochs, finetune_flip=finetune_flip,
+              finetune_from=finetune_from)
     console.print(f"wrote {out / 'dual_encoder.json'} and dual_encoder_tables.md")
 
 

@@ -15,10 +15,13 @@ DUAL_HELP = (
     "save it (a model directory)."
     "\n\nTrains on the Flickr8K train split and, with --cc, the Conceptual Captions 18k train "
     "split; the epoch and the bridge weight are selected on the dev split(s) (Flickr8K dev, and "
-    "CC dev with --cc). Features are cached on disk (the first run extracts them). The options "
+    "CC dev with --cc). Stage 2 then tunes EfficientNet-Lite2's head conv with the heads (a few "
+    "epochs from the stage-1 model; --no-stage2 skips it). Features are cached on disk (the "
+    "first run extracts them). The options "
     "default to the shipped recipe; each one overrides a value, explicitly."
     "\n\nExamples:\n\n  xmodal train dual --data ../shared/data --out models/dual --cc ../data/cc18k"
-    "\n\n  xmodal train dual --out models/dual-f8k --no-cc --epochs 60"
+    "\n\n  xmodal train dual --out models/dual-f8k --no-cc --epochs 60 --no-stage2"
+    "\n\n  xmodal train dual --out models/dual --stage2-from models/dual-stage1"
     "\n\n  xmodal eval -p flickr8k-5cap -m models/dual"
 )
 
@@ -46,6 +49,12 @@ def dual(
         None, "--max-train-images", help="Use only the first N images of the train split."
     ),
     seed: int = typer.Option(0, "--seed", help="Random seed."),
+    stage2: bool = typer.Option(None, "--stage2/--no-stage2", help="After the heads, tune the "
+                                "image tower's head conv with them (stage 2 of the shipped "
+                                "recipe, Lite2 + MPNet with CC only; the stage-1 model is kept "
+                                "in OUT-stage1). Default: on for that recipe."),
+    stage2_from: Path = typer.Option(None, "--stage2-from", help="Skip stage 1: run stage 2 "
+                                     "from this saved stage-1 model."),
     as_json: bool = typer.Option(False, "--json", help="Print the dev-split scores as JSON."),
 ) -> None:
     """Train the dual encoder (see ``DUAL_HELP``)."""
@@ -62,22 +71,41 @@ def dual(
                         ("use_flip", flip), ("hard_negative_beta", hard_negatives)):
         if value is not None:
             setattr(cfg, name, value)
+    from xmodal.errors import XmodalError
+
     extra = None
     if not no_cc and (cc is not None or SHIPPED_USES_CC):
         from xmodal.data.conceptual_captions import load_conceptual_captions
         from xmodal.paths import dataset_dir
-
-        from xmodal.errors import XmodalError
 
         dataset_dir("flickr8k", data)  # the main dataset's error first, before CC's
         try:
             extra = {"cc": load_conceptual_captions(cc)}
         except XmodalError as exc:
             raise XmodalError(f"{exc}\n(or train on Flickr8K alone: --no-cc)") from None
-    model, report = train_dual(data, config=cfg, max_train_images=max_train_images, seed=seed,
-                               extra=extra, log=console.print, progress=not as_json)
-    model.save(out)
-    console.print(f"saved dual encoder to {out}")
+    shipped_encoders = cfg.image_backbone == "lite2" and cfg.text_encoder == "mpnet"
+    if stage2 is None:
+        stage2 = shipped_encoders and extra is not None
+    if stage2 and not (shipped_encoders and extra is not None):
+        raise XmodalError("stage 2 needs the shipped encoders (Lite2 + MPNet) and CC; "
+                          "use --no-stage2")
+    if stage2_from is not None and not stage2:
+        raise XmodalError("--stage2-from runs stage 2 only; drop --no-stage2")
+    stage1 = stage2_from
+    if stage1 is None:
+        model, report = train_dual(data, config=cfg, max_train_images=max_train_images,
+                                   seed=seed, extra=extra, log=console.print,
+                                   progress=not as_json)
+        stage1 = out.with_name(out.name + "-stage1") if stage2 else out
+        model.save(stage1)
+        console.print(f"saved the stage-1 dual encoder to {stage1}")
+    if stage2:
+        from xmodal.models.dual_finetune import SHIPPED_STAGE2, finetune
+
+        report, model = finetune(warm_from=stage1, data=data, cc_path=cc,
+                                 log=console.print, **SHIPPED_STAGE2)
+        model.save(out)
+        console.print(f"saved dual encoder to {out}")
     if as_json:
         print(json.dumps({"out": str(out), **report}, indent=2))
     else:

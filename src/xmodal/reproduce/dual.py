@@ -215,7 +215,8 @@ def ensembles(names, data=None, weights=(0.0, 0.1, 0.2)) -> list[dict]:
 def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_names=(),
               max_train: int = 6000, data=None, out=None,
               command: str = "xmodal reproduce dual", broader_names=(), models_dir=None,
-              report: Path | None = None, finetune_lrs=(), finetune_epochs: int = 6) -> dict:
+              report: Path | None = None, finetune_lrs=(), finetune_epochs: int = 6,
+              finetune_flip: float = 0.5, finetune_from=None) -> dict:
     """Run the requested parts, merge them into ``dual_encoder.json`` (parts not rerun are
     kept), write the tables to ``dual_encoder_tables.md`` beside it and, unless ``report`` is
     None, the report (logged and skipped when the results it cites are not beside it)."""
@@ -241,15 +242,22 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
         done.update({v["variant"]: v for v in broader(broader_names, data, models_dir=models_dir)})
         res["broader"] = list(done.values())
     if finetune_lrs:
-        from xmodal.reproduce.dual_finetune import finetune
+        from xmodal.models.dual_finetune import finetune
 
-        done = {v["top_lr"]: v for v in res.get("finetune", [])}
+        def key(v):
+            return v["top_lr"], v["flip_prob"], v["epochs"]
+
+        done = {key(v): v for v in res.get("finetune", [])}
         for lr in finetune_lrs:
-            done[lr], model = finetune(top_lr=lr, epochs=finetune_epochs, data=data)
+            line, model = finetune(top_lr=lr, epochs=finetune_epochs, flip_prob=finetune_flip,
+                                   data=data, log=log, warm_from=finetune_from)
+            done[key(line)] = {**line, "run": stamp(command)}
             if models_dir is not None:
-                model.save(Path(models_dir) / f"finetune_{lr:g}")
+                model.save(Path(models_dir) / f"finetune_{lr:g}_flip{finetune_flip:g}")
         res["finetune"] = [done[k] for k in sorted(done)]
-    res.update(stamp(command), elapsed_s=time.time() - t0)
+    if evaluate or ood or variant_names or ensemble_names or broader_names:
+        # the file's own stamp: a --finetune run alone stamps only its lines
+        res.update(stamp(command), elapsed_s=time.time() - t0)
     write_json(path, res)
     try:
         write_report(path.parent, report)

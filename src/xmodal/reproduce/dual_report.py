@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from xmodal.errors import XmodalError
+from xmodal.models.dual_finetune import SHIPPED_STAGE2
 from xmodal.reproduce.dual_broader import BROADER, ROUND, broader_table, mean_r1
 from xmodal.reproduce.output import read_json
 from xmodal.reproduce.prose import DAGGER, and_list, wrap
@@ -25,12 +26,12 @@ LABELS = {"dual": "dual (shipped)",
 # (of 13, with distractors), cc-heldout t2i R@10 against the previous default's
 GOALS = {"i2t_R@1": 35, "t2i_R@1": 25, "ood_top1": 9, "ood_top5": 11, "cc_t2i_R@10_times": 2}
 KLEIN = {"i2t_R@1": 31.0, "t2i_R@1": 21.2}  # Klein et al. 2015, FV + CCA on VGG (their Table 2)
-SHIPPED = "cc_lite2_mpnet_flip_hn5_ens3"  # the broader variant shipped as the default model
+SHIPPED = "cc_lite2_mpnet_flip_hn5_ens3"  # the broader variant: stage 1 of the default model
 THIRD_SHIPPED = "cc_lite2_mpnet_ens2"  # shipped from the third round until the fourth
 LITE2, LITE0 = "cc_lite2_mpnet", "cc_mpnet"  # the encoders' comparison (also timed for indexing)
 # the result files the report cites besides dual_encoder.json
 EXTRA = ("ood_eval", "query_latency", "index_speed_models_lite0_vs_lite2", "index_speed",
-         "encode_speed")
+         "encode_speed", "finetune_cost")
 NEEDED = ("f8k", "cc", "cc_lite2", "cc_mpnet", "cc_lite2_mpnet", "cc_lite2_mpnet_h1024",
           THIRD_SHIPPED, SHIPPED)
 # numbers that no result file records (marked † in the report)
@@ -50,6 +51,16 @@ UNRECORDED = {
         "flickr8k-hodosh-crowd": {"i2t": (0.346, 0.663, 0.773, 0.2817, 0.2360),
                                   "t2i": (0.354, 0.671, 0.77, 0.2918, 0.2512)},
     },
+    # the fourth round's shipped model (SHIPPED, stage 1 alone) on the test protocols, same
+    # layout: dual_encoder.json at commit ac14ac7, overwritten when stage 2 shipped
+    "fourth_test": {
+        "flickr8k-5cap": {"i2t": (0.346, 0.615, 0.754, 3), "t2i": (0.2782, 0.591, 0.7248, 4)},
+        "cc-heldout": {"i2t": (0.289, 0.608, 0.738, 3), "t2i": (0.33, 0.63, 0.745, 3)},
+    },
+    # xmodal train dual --stage2-from (the fourth round's shipped model), 2026-11-27: wall s,
+    # load average, largest |difference| of its arrays to the shipped ones, its best epoch,
+    # bridge weight and selection score
+    "train_cli_stage2": (905, 6, 0.024, 3, 0.1, 31.15),
     # the third round's shipped model (THIRD_SHIPPED) on the test protocols, same layout:
     # dual_encoder.json at commit 7d7960d, overwritten when the fourth round's model shipped
     "third_test": {
@@ -204,6 +215,8 @@ def markdown(res: dict) -> str:
         lines += broader_table(third)
     if fourth:
         lines += [f"{FOURTH_TITLE} (dev splits only, as above):", "", *_round_table(fourth)]
+    if res.get("finetune"):
+        lines += [f"{FIFTH_TITLE} (dev splits only):", "", *_fifth_table(res["finetune"])]
     return "\n".join(lines)
 
 
@@ -277,9 +290,10 @@ def report_markdown(res: dict, extra: dict) -> str:
     """``reports/dual_encoder.md`` from ``dual_encoder.json`` (``res``) and the results of
     :data:`EXTRA` (``extra``: name -> its JSON)."""
     variants = {v["variant"]: v for v in res["broader"]}
-    sections = (_intro(res), _what(variants), _reproduce(res), _extraction(),
+    sections = (_intro(res), _what(variants), _reproduce(res), _extraction(res),
                 _results(res, extra), _ood(res, extra), _third(res, variants, extra),
-                _fourth(res, variants), _first(), _second(), _speed(variants, extra))
+                _fourth(res, variants), _fifth(res, variants, extra), _first(), _second(),
+                _speed(variants, extra))
     return "\n".join(line for section in sections for line in section)
 
 
@@ -297,7 +311,8 @@ def _intro(res: dict) -> list[str]:
                "`xmodal.reproduce.dual_report`."), "",
         *wrap(f"Measured {res['date'][:10]} on the shared {m['cpu_count']}-core CPU (other jobs "
                f"running; load average about {round(m['load_avg_1min'])}); the shipped model is "
-               f"`{SHIPPED}` (model files `src/xmodal/assets/dual/`, {_model_mb():.1f} MB, "
+               f"`{SHIPPED}` with stage 2 (its image tower's head conv tuned, fifth round; "
+               f"model files `src/xmodal/assets/dual/`, {_model_mb():.1f} MB, "
                "float16 `.npz`, no pickle). Tables: "
                "`benchmarks/results/dual_encoder_tables.md`, written with `dual_encoder.json` by "
                f"`xmodal reproduce dual`; the last run recorded there is `{res['command']}` at "
@@ -352,6 +367,15 @@ def _what(variants: dict) -> list[str]:
                f"`w` within 1 point of the best (`w = {shipped['w']:g}`). Final embeddings: "
                f"`[sqrt(1-w) * heads, sqrt(w) * bridge]`, {heads * 256 + 768:,}-d, unit length.",
                "- "),
+        *wrap("**Stage 2** (fifth round, `xmodal.models.dual_finetune`): starting from those "
+               "heads, EfficientNet-Lite2's head conv (1x1, 352 -> 1280, batch norm folded in) is "
+               f"trained with them for {SHIPPED_STAGE2['epochs']} epochs (conv lr "
+               f"{SHIPPED_STAGE2['top_lr']:g}, heads {SHIPPED_STAGE2['head_lr']:g}), the best "
+               "epoch and the bridge weight chosen on the dev splits again. The model stores the "
+               "tuned conv (`image_top_`, format version 3) and computes its pooled features "
+               "from the activations below the head conv, which the image tower also returns "
+               "(`prehead`); the ImageNet logits of the bridge stay the pretrained network's.",
+               "- "),
         "",
     ]
 
@@ -374,11 +398,19 @@ def _reproduce(res: dict) -> list[str]:
         if names:
             lines.append(f"xmodal reproduce dual --no-eval --ood '' --broader {names}   "
                          f"# {what} round (dev only)")
+    if res.get("finetune"):
+        lrs = ",".join(f"{v['top_lr']:g}" for v in res["finetune"])
+        lines.append("# the start, the fourth round's model: xmodal train dual --no-stage2 --out "
+                     "m/stage1, or its files at commit 712c75b:")
+        lines.append("mkdir -p m/stage1 && for f in config.json arrays.npz; do git show "
+                     "712c75b:src/xmodal/assets/dual/$f > m/stage1/$f; done")
+        lines.append(f"xmodal reproduce dual --no-eval --ood '' --finetune {lrs} --finetune-from "
+                     "m/stage1   # fifth round (dev only)")
     return lines + ["xmodal reproduce dual --report-only   # the tables and this report from the "
                     "stored JSON (seconds)", "```", ""]
 
 
-def _extraction() -> list[str]:
+def _extraction(res: dict) -> list[str]:
     ex = UNRECORDED["extraction"]
     (n0, s0), (n2, s2), (nt, st) = ex["lite0_cc"], ex["lite2"], ex["mpnet"]
     recipe, train_s, load, diff, threads = UNRECORDED["train_cli"]
@@ -400,7 +432,23 @@ def _extraction() -> list[str]:
         f"captions/s, ONNX Runtime). Training {which} with `OMP_NUM_THREADS=1 xmodal "
         "train dual --out /tmp/train_cli` (features cached, one thread, "
         f"load average about {load}{DAGGER} from other jobs): {train_s:,} s{DAGGER}; its "
-        f"{same}.") + [""]
+        f"{same}." + _stage2_reproduced(res)) + [""]
+
+
+def _stage2_reproduced(res: dict) -> str:
+    run = UNRECORDED["train_cli_stage2"]
+    shipped = [v for v in res.get("finetune", []) if v["top_lr"] == SHIPPED_STAGE2["top_lr"]]
+    if run is None or not shipped:
+        return ""
+    wall, load, diff, epoch, w, score = run
+    return (" Stage 2 from that model (`xmodal train dual --stage2-from m/stage1 --out "
+            f"/tmp/train_stage2`, two threads, load average about {load}{DAGGER}): {wall:,} "
+            f"s{DAGGER}. It chose the same epoch ({epoch}{DAGGER}) and bridge weight "
+            f"({w:g}{DAGGER}), with selection score {score:.2f}{DAGGER} against the shipped "
+            f"run's {_score(shipped[0]):.2f}; but its float16 arrays differ by up to "
+            f"{diff:g}{DAGGER} (the head conv's "
+            "weights reach 0.32): these stage-2 runs were not bitwise repeatable on this "
+            "loaded machine (cause not found).")
 
 
 def _goal_sentence(dual: dict, previous: dict) -> str:
@@ -434,7 +482,10 @@ def _results(res: dict, extra: dict) -> list[str]:
         "## Results (test splits, measured once for the shipped model; percentages; medR is a "
         "rank)", "",
         "`flickr8k-5cap` (1,000 test images x 5,000 captions):", "", *_head("flickr8k-5cap"),
-        _row(f"**dual (shipped: Lite2 + MPNet, F8K + CC, {_recipe(SHIPPED, res)})**", shipped),
+        _row(f"**dual (shipped: Lite2 + MPNet, F8K + CC, {_recipe(SHIPPED, res)}, head conv "
+             "tuned)**", shipped),
+        _row(f"fourth round's shipped model (`{SHIPPED}`, stage 1 alone){DAGGER}",
+             _cells(_previous("flickr8k-5cap", "fourth_test"), five_keys)),
         _row(f"third round's shipped model (`{THIRD_SHIPPED}`){DAGGER}",
              _cells(_previous("flickr8k-5cap", "third_test"), five_keys)),
         _row(f"previous default (Lite0 + MiniLM, Flickr8K only; issue 3){DAGGER}",
@@ -454,6 +505,8 @@ def _results(res: dict, extra: dict) -> list[str]:
         *wrap("`cc-heldout` (1,000 held-out Conceptual Captions images x their 1,000 alt-texts; "
                "never trained or selected on):"), "", *_head("cc-heldout"),
         _row("**dual (shipped)**", cc_cells),
+        _row(f"fourth round's shipped model (stage 1 alone){DAGGER}",
+             _cells(_previous("cc-heldout", "fourth_test"), five_keys)),
         _row(f"third round's shipped model{DAGGER}",
              _cells(_previous("cc-heldout", "third_test"), five_keys)),
         _row(LABELS[zero], _cells(cc[zero], five_keys)), "",
@@ -536,10 +589,7 @@ def _third(res: dict, variants: dict, extra: dict) -> list[str]:
         ("hard_negative_beta", "hard negatives"),
         ("ensemble_size", "three-head ensembles with the new encoders"))
         if not any(k == key and (key != "ensemble_size" or val >= 3) for k, val in tried)]
-    fine_tune = ("fine-tuning the top blocks of either encoder (an estimate from the layer sizes: "
-                 "training only EfficientNet's last MBConv block plus head conv on cached "
-                 "block-15 activations is ~150 MFLOP per image and step, about an hour per 20 "
-                 "epochs here)")
+    fine_tune = [] if res.get("finetune") else ["fine-tuning the top blocks of either encoder"]
     lines = [
         "## What was tried (dev splits decide; test shown only for the shipped model)", "",
         "### Third round (issue 17, 2026-11-25): broader data, stronger encoders, ensembles", "",
@@ -573,9 +623,9 @@ def _third(res: dict, variants: dict, extra: dict) -> list[str]:
                f"{UNRECORDED['model_mb']} MB{DAGGER} in float16 (limit {SIZE_LIMIT_MB} MB). A "
                f"wider head (1,024 hidden) {'helped' if wide > one else 'did not help'} "
                f"({wide:.2f} vs {one:.2f}).", "- "),
-        *wrap("Not tried, for lack of CPU on a 2-core machine shared with three other jobs: "
-               f"{and_list([fine_tune, *untried])}. These are the next steps toward "
-               f"{GOALS['i2t_R@1']} image->text R@1.", "- "),
+        *(wrap("Not tried, for lack of CPU on a 2-core machine shared with three other jobs: "
+                f"{and_list([*fine_tune, *untried])}. These are the next steps toward "
+                f"{GOALS['i2t_R@1']} image->text R@1.", "- ") if fine_tune or untried else []),
         "",
     ]
     return lines
@@ -606,11 +656,110 @@ def _fourth(res: dict, variants: dict) -> list[str]:
     return lines + ["", *wrap(_shipped_sentence(variants)), ""]
 
 
+FIFTH_TITLE = ("Fifth round (issue 17, 2026-11-27): fine-tuning the top of the image tower, "
+               "from the fourth round's model")
+
+
+def _fifth_row(label: str, lr: str, flip, epoch: str, w, fit: str, dev: dict) -> str:
+    f8, cc = dev["dev"], dev["cc_dev"]
+    return (f"| {label} | {lr} | {flip:g} | {epoch} | {w:g} | {fit} | "
+            f"{f8['i2t_R@1']:.1f} / {f8['t2i_R@1']:.1f} | {cc['i2t_R@1']:.1f} / "
+            f"{cc['t2i_R@1']:.1f} | {cc['t2i_R@10']:.1f} | {_score({'dev': dev}):.2f} |")
+
+
+def _fifth_table(runs: list[dict], start: dict | None = None) -> list[str]:
+    """The fifth round's runs; ``start``: the shipped variant, as the first row."""
+    out = ["| run | head conv lr | mirrored | best epoch (of) | w | fit (s) | F8K dev R@1 | "
+           "CC dev R@1 | CC dev t2i R@10 | selection score |", "|---" * 10 + "|"]
+    if start is not None:
+        out.append(_fifth_row("fourth round's model (the start)", "-", 0.5, "-", start["w"], "-",
+                              start["dev"]))
+    for v in runs:
+        label = "control: head conv frozen" if v["top_lr"] == 0 else "head conv tuned"
+        out.append(_fifth_row(label, f"{v['top_lr']:g}", v["flip_prob"],
+                              f"{v['best_epoch']} ({v['epochs']})", v["w"], f"{v['fit_s']:.0f}",
+                              v["dev"]))
+    return out + [""]
+
+
+def _fifth(res: dict, variants: dict, extra: dict) -> list[str]:
+    runs = res.get("finetune", [])
+    if not runs:
+        return []
+    start = round(_score(variants[SHIPPED]), 2)
+    controls = [v for v in runs if v["top_lr"] == 0]
+    tuned = [v for v in runs if v["top_lr"] > 0]
+    cost = extra["finetune_cost"]["results"]
+    epoch_s = cost["epoch_s"]
+    lines = [f"### {FIFTH_TITLE}", "",
+             *wrap("A second stage on top of the fourth round's model (`xmodal reproduce dual "
+                    "--finetune LRs`, `xmodal.models.dual_finetune`; dev splits only). "
+                    "EfficientNet-Lite2's head conv (1x1, 352 -> 1280 channels, its batch norm "
+                    "folded in; `xmodal.models.image_top`) is trained together with the three "
+                    "warm-started heads, on activations below it cached once per image and "
+                    "orientation (81 x 352 float16 each). Heads lr 1e-4 and the conv's own lr, "
+                    "one-cycle, hard negatives as shipped; every epoch is scored on the dev "
+                    "splits (epoch 0 = the shipped heads), the best kept, then the bridge weight "
+                    "chosen as in training. The control runs the same schedule with the conv "
+                    "frozen, so that what more training of the heads alone does is not credited "
+                    "to the conv."), "",
+             *_fifth_table(runs, variants[SHIPPED])]
+    for v in tuned:
+        s = round(_score(v), 2)
+        ref = [c for c in controls if c["flip_prob"] == v["flip_prob"]]
+        vs = (f", the control {round(_score(ref[0]), 2):.2f} ({s - round(_score(ref[0]), 2):+.2f})"
+              if ref else "")
+        lines += wrap(f"Head conv lr {v['top_lr']:g}: selection score {s:.2f}, against the "
+                      f"start's {start:.2f} ({s - start:+.2f}){vs}.", "- ")
+    best = max(runs, key=_score)
+    gain = round(_score(best), 2) - start
+    epochs = [h["dev_score"] for v in controls for h in v["history"]]
+    spread = max(epochs) - min(epochs) if epochs else 0.0
+    shipped = best["top_lr"] == SHIPPED_STAGE2["top_lr"]
+    verdict = (f"The best run (head conv lr {best['top_lr']:g}) gains {gain:+.2f} selection "
+               f"score, more than the control's epoch-to-epoch spread ({spread:.2f}). "
+               + (f"**Shipped** as the default model (stage 1 `{SHIPPED}`, then this stage 2: "
+                  "`xmodal train dual` runs both; `SHIPPED_STAGE2` in "
+                  "`xmodal.models.dual_finetune`). Its test numbers above are the second look at "
+                  "the test split in issue 17 (the first was stage 1's), taken once, after the "
+                  f"choice. {_stage2_on_test(res)}" if shipped else "Not shipped.")
+               if best["top_lr"] > 0 and gain > spread else
+               f"No stage-2 run beats the start by more than the control's "
+               f"epoch-to-epoch spread of the dev score ({spread:.2f}; best run "
+               f"{round(_score(best), 2):.2f}, {gain:+.2f}), so the default stays `{SHIPPED}`.")
+    lines += ["", *wrap(verdict), "",
+              *wrap("Not tried in the time left: tuning deeper layers. A training step of the head "
+                    "conv runs at "
+                    f"{cost['image_head_conv_per_s']:.0f} images/s on this CPU "
+                    f"({epoch_s['image_head_conv']:.0f} s an epoch over Flickr8K + CC train), "
+                    "with the last MBConv block too at "
+                    f"{cost['image_last_block_and_head_conv_per_s']:.0f} images/s "
+                    f"({epoch_s['image_last_block_and_head_conv']:.0f} s an epoch), and MPNet's "
+                    f"last transformer layer at {cost['text_last_layer_per_s']:.0f} captions/s "
+                    f"({epoch_s['text_last_layer']:.0f} s an epoch; "
+                    f"`{_module(extra['finetune_cost']['command'])}`)."), ""]
+    return lines
+
+
+def _stage2_on_test(res: dict) -> str:
+    """Stage 2 against stage 1 alone on the test splits, in one sentence."""
+    now = res["test"]
+
+    def r(d, key="R@1"):
+        return f"{_pct(d['i2t'][key])} / {_pct(d['t2i'][key])}"
+
+    five, cc = now["flickr8k-5cap"]["dual"], now["cc-heldout"]["dual"]
+    old5, oldcc = _previous("flickr8k-5cap", "fourth_test"), _previous("cc-heldout", "fourth_test")
+    return (f"On test, stage 2 against stage 1 alone: `flickr8k-5cap` R@1 {r(five)} against "
+            f"{r(old5)}{DAGGER}; `cc-heldout` R@1 {r(cc)} against {r(oldcc)}{DAGGER}, t2i R@10 "
+            f"{_pct(cc['t2i']['R@10'])} against {_pct(oldcc['t2i']['R@10'])}{DAGGER}.")
+
+
 def _shipped_sentence(variants: dict) -> str:
     """Which variant ships: the highest selection score of every round, within the size limit."""
     best = max(variants.values(), key=_score)
-    text = (f"**Shipped: `{SHIPPED}`** (selection score {_score(variants[SHIPPED]):.2f}, "
-            f"{_model_mb():.1f} MB; limit {SIZE_LIMIT_MB} MB)")
+    text = (f"**Shipped: `{SHIPPED}`** (selection score {_score(variants[SHIPPED]):.2f}; "
+            "stage 1 of the default model since the fifth round)")
     if best["variant"] == SHIPPED:
         return text + ", the highest selection score of all rounds."
     return (text + f"; `{best['variant']}` scores higher ({_score(best):.2f}) and was not "

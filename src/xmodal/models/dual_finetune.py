@@ -1,22 +1,22 @@
-"""Fifth round of the dual encoder (issue 17): fine-tuning the top of the image encoder.
+"""Stage 2 of the dual encoder's training: fine-tuning the top of the image encoder.
 
-The shipped model's heads read EfficientNet-Lite2's pooled features, which stay frozen. This
-round tunes the top of the image tower too: the head convolution (with its batch norm folded in,
-:mod:`xmodal.models.image_top`), warm-started from the shipped heads ("stage 2" of the usual
-two-stage fine-tune). The activations below the head conv are cached once per image and
-orientation (``(cells, 352)`` float16; 3 GB for Flickr8K + CC, both orientations), so an
-epoch costs one small matrix product per image instead of a full forward pass.
+Stage 1 (:func:`xmodal.models.dual_train.train_dual`) trains heads on EfficientNet-Lite2's
+frozen pooled features. Stage 2 tunes the top of the image tower too: the head convolution
+(its batch norm folded in, :mod:`xmodal.models.image_top`), warm-started from the stage-1
+heads (the usual two-stage fine-tune). The activations below the head conv are cached once per
+image and orientation (``(cells, 352)`` float16; 3 GB for Flickr8K + CC, both orientations), so
+an epoch costs one small matrix product per image instead of a full forward pass.
 
-Two runs of the same schedule, which differ only in the head conv's learning rate:
-- ``control``: the head conv frozen (only the warm-started heads keep training);
-- ``top``: the head conv tuned too (one conv shared by the ensemble's heads).
-Each epoch is scored on the dev splits exactly as the shipped model was selected (mean over
-Flickr8K dev and CC dev of mean R@1 at bridge weight 0), the best epoch kept (epoch 0 = the
-shipped heads), then the bridge weight chosen as :func:`xmodal.models.dual_train.train_dual`
-does. Nothing here reads a test split.
+With ``top_lr`` 0 the head conv stays frozen (the control: only the warm-started heads keep
+training); otherwise one conv, shared by the ensemble's heads, is tuned with them. Each epoch
+is scored on the dev splits as stage 1 selects (mean over Flickr8K dev and CC dev of mean R@1
+at bridge weight 0), the best epoch kept (epoch 0 = the stage-1 heads), then the bridge weight
+chosen as :func:`xmodal.models.dual_train.train_dual` does. Nothing here reads a test split.
+The shipped model's settings: :data:`SHIPPED_STAGE2` (``xmodal train dual`` runs both stages;
+``xmodal reproduce dual --finetune`` compares rates).
 
-    from xmodal.reproduce.dual_finetune import finetune
-    line, model = finetune(top_lr=3e-5, epochs=6)
+    from xmodal.models.dual_finetune import SHIPPED_STAGE2, finetune
+    line, model = finetune(warm_from="models/stage1", **SHIPPED_STAGE2)
 """
 
 from __future__ import annotations
@@ -30,9 +30,11 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.paths import cache_dir
-from xmodal.reproduce.output import log
 
 BACKBONE = "lite2"
+# the shipped model's stage 2 (reports/dual_encoder.md, fifth round)
+SHIPPED_STAGE2 = {"top_lr": 3e-4, "head_lr": 1e-4, "epochs": 6, "flip_prob": 0.5,
+                  "hard_negative_beta": 5.0, "seed": 0}
 
 
 def cache_root() -> Path:
@@ -109,7 +111,7 @@ def finetune(top_lr: float = 3e-5, head_lr: float = 1e-4, epochs: int = 6, seed:
              hard_negative_beta: float = 5.0, flip_prob: float = 0.5, batch_images: int = 128,
              warm_from: str | Path | None = None, data=None, cc_path=None,
              bridge_weights=(0.0, 0.1, 0.2, 0.3, 0.4),
-             bridge_tolerance: float = 1.0):
+             bridge_tolerance: float = 1.0, log=print):
     """One stage-2 run (``top_lr`` 0: the control): (its line for the report, the selected
     model: a :class:`~xmodal.models.dual.DualEncoder` with the tuned top, if any)."""
     import copy
@@ -130,6 +132,9 @@ def finetune(top_lr: float = 3e-5, head_lr: float = 1e-4, epochs: int = 6, seed:
     model = DualEncoder.load(warm_from)
     if model.image_backbone != BACKBONE or model.text_encoder != "mpnet":
         raise XmodalError("stage 2 expects a Lite2 + MPNet model to start from")
+    if model.image_top_ is not None:
+        raise XmodalError(f"{warm_from} has been through stage 2 already; start from a stage-1 "
+                          "model (xmodal train dual --no-stage2 --out DIR)")
     heads = _warm_heads(warm_from)
     members = heads.members if isinstance(heads, EnsembleHeads) else [heads]
     ids, paths, captions, split_ids = training_items(data, None,
