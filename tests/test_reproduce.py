@@ -68,6 +68,26 @@ def test_wikipedia_linear_models_match_the_stored_tables(wikipedia_root):
     _same(sig["sm"], stored["significance_vs_scm"]["sm"])
 
 
+def test_wikipedia_exploration_matches_the_stored_json(wikipedia_root):
+    """SM's CV MAP over C and the two test MAPs of KSM's exploration, recomputed."""
+    from xmodal.data import load_wikipedia
+    from xmodal.eval.selection import stratified_kfold
+    from xmodal.models.rasiwasia import MultinomialLogistic
+    from xmodal.reproduce import wikipedia_exploration as E
+
+    stored = _stored("wikipedia_reproduction.json")
+    if "exploration" not in stored:
+        pytest.skip("the stored wikipedia_reproduction.json predates the exploration; "
+                    "run `xmodal reproduce wikipedia`")
+    ds = load_wikipedia(wikipedia_root)
+    sel = {**stored["hyperparameters"], **stored["selection"]}
+    splits = stratified_kfold(ds.labels_train, sel["folds"], seed=0)
+    _same(E.sm_cv_map(ds, splits), stored["exploration"]["sm_cv_map"], 1e-7)
+    text = MultinomialLogistic(sel["ksm_C_text"], True).fit(ds.text_train, ds.labels_train)
+    fitted = {"ksm": {"emb": (None, text.predict_proba(ds.text_test))}}
+    _same(E.test_maps(ds, sel, fitted), stored["exploration"]["test_map"], 1e-7)
+
+
 # ---------------------------------------------------------------------- Corel5K
 def _corel_row(name: str, fresh: dict, stored: dict) -> None:
     row = stored["corel"]["models"][name]
