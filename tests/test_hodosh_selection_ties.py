@@ -5,11 +5,6 @@ then grid order), as :func:`xmodal.eval.selection.ranked` does."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
-
-# xmodal.models.hodosh still compares the raw float sums; these pass once it ranks through
-# xmodal.eval.selection.ranked (then drop the marker)
-pytestmark = pytest.mark.xfail(strict=True, reason="models/hodosh.py compares raw float sums")
 
 
 def _row(n, r1, r5, r10, med):

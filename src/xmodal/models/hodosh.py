@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from xmodal.errors import XmodalError
+from xmodal.eval.selection import ranked
 from xmodal.features.image_kernels import (
     ImageKernelCache,
     combine_kernels,
@@ -301,19 +302,16 @@ def _cosine_scores(zx: np.ndarray, zy: np.ndarray, n: int) -> np.ndarray:
 def select_settings(rows: list[dict], task: str) -> list[dict]:
     """The 5 best settings by each of R@1, R@5, R@10 on ``task`` (15, repeats kept).
 
-    Ties on a metric are broken by the lower median rank, then by the other two metrics.
+    Ties on a metric are broken by the lower median rank, then by the sum of the three metrics
+    (compared at :data:`xmodal.eval.selection.SCORE_REL_PRECISION`, so that sums equal but for
+    float rounding tie), then by the grid's order.
     """
     chosen = []
     for metric in SELECT_METRICS:
-        ranked = sorted(
-            rows,
-            key=lambda r: (
-                -r[task][metric],
-                r[task]["medR"],
-                -sum(r[task][m] for m in SELECT_METRICS),
-            ),
-        )
-        chosen.extend({"kappa": r["kappa"], "n": r["n"], "by": metric} for r in ranked[:TOP_PER_METRIC])
+        best = ranked(rows, lambda r: (r[task][metric], -r[task]["medR"],
+                                       sum(r[task][m] for m in SELECT_METRICS)))
+        chosen.extend({"kappa": r["kappa"], "n": r["n"], "by": metric}
+                      for r in best[:TOP_PER_METRIC])
     return chosen
 
 
@@ -447,7 +445,7 @@ class HodoshKCCA:
             raise XmodalError("this saved system has no dev grid")
         kept = [r for r in self.dev_grid_ if r["kappa"] in self.weights_ and
                 r["n"] <= self.weights_[r["kappa"]][0].shape[1]]
-        return max(kept, key=lambda r: (r[task]["R@5"] + r[task]["R@10"], -r[task]["medR"]))
+        return ranked(kept, lambda r: (r[task]["R@5"] + r[task]["R@10"], -r[task]["medR"]))[0]
 
     def score(
         self, image_ids: Sequence[str], docs: Sequence, tag: str, single: bool = False
