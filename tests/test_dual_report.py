@@ -95,6 +95,10 @@ def _synthetic(fourth=()) -> tuple[dict, dict]:
             "text_last_layer_per_s": 50.0, "epoch_s": {"image_head_conv": 87.0,
                                                        "image_last_block_and_head_conv": 323.0,
                                                        "text_last_layer": 933.0}}},
+        "index_speed_stage2": {"command": "python benchmarks/index_speed.py --models m dual",
+                               "machine": MACHINE, "results": {"images": 300, "models": {
+                                   "m": {"images_per_s": 14.0, "ratio_to_first": 1.0},
+                                   "dual": {"images_per_s": 13.0, "ratio_to_first": 0.93}}}},
         "encode_speed": {"results": {"efficientnet_images_per_s_cold": 7.0,
                                      "efficientnet_images_per_s_cold_with_maps": 6.5,
                                      "efficientnet_images_per_s_cached": 6700.0,
@@ -217,6 +221,7 @@ def test_fifth_round_renders_from_the_json_and_its_verdict_follows_the_numbers()
             "control's epoch-to-epoch spread (0.30). **Shipped** as the default model") in md
     assert ("On test, stage 2 against stage 1 alone: `flickr8k-5cap` R@1 30.0 / 30.0 against "
             "34.6") in md
+    assert "end to end runs at 0.93x stage 1's speed (13.0 images/s" in md
     res["finetune"][1] = _stage2(1e-3, start + 2.0)
     md = _flat(report_markdown(res, extra))
     assert ("gains +2.00 selection score, more than the control's epoch-to-epoch spread (0.30). "
