@@ -243,9 +243,13 @@ def test_dual_setting_contract(name, tmp_path):
     pooled = rng.normal(size=(N_IMG, 1280)).astype(np.float32)
     logits = rng.normal(size=(N_IMG, 1000)).astype(np.float32)
     text = rng.normal(size=(N_TXT, d_text)).astype(np.float32)
+    # a tuned head conv (the default model's stage 2) reads the activations below it
+    prehead = (rng.random((N_IMG, 81, model.image_top_["weight"].shape[1]), np.float32)
+               if model.image_top_ is not None else None)
 
     def scores(m):
-        return m.embed_image_features(pooled, logits) @ m.embed_text_features(text).T
+        return (m.embed_image_features(pooled, logits, prehead=prehead)
+                @ m.embed_text_features(text).T)
 
     s = scores(model)
     assert s.shape == (N_IMG, N_TXT)
