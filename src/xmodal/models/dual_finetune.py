@@ -120,7 +120,7 @@ def finetune(top_lr: float = 3e-5, head_lr: float = 1e-4, epochs: int = 6, seed:
 
     from xmodal.data.conceptual_captions import load_conceptual_captions
     from xmodal.features import encode_texts
-    from xmodal.models.dual import DEFAULT_MODEL_DIR, DualEncoder
+    from xmodal.models.dual import DEFAULT_MODEL_DIR, DualEncoder, l2_normalize
     from xmodal.models.dual_heads import EnsembleHeads
     from xmodal.models.dual_train import contrastive_loss, recall_5cap, training_items
     from xmodal.models.image_top import pretrained_top, top_pooled, tunable_top
@@ -170,7 +170,7 @@ def finetune(top_lr: float = 3e-5, head_lr: float = 1e-4, epochs: int = 6, seed:
         zi = heads.embed_images(x)
         zt = heads.embed_texts(text[caps])
         ei = np.concatenate([np.sqrt(1 - w) * zi, np.sqrt(w) * bridge[rows]], 1)
-        et = np.concatenate([np.sqrt(1 - w) * zt, np.sqrt(w) * _unit(text[caps])], 1)
+        et = np.concatenate([np.sqrt(1 - w) * zt, np.sqrt(w) * l2_normalize(text[caps])], 1)
         return recall_5cap(ei, et, cap_img)
 
     def score(w: float = 0.0) -> tuple[float, dict]:
@@ -242,6 +242,3 @@ def finetune(top_lr: float = 3e-5, head_lr: float = 1e-4, epochs: int = 6, seed:
     log(json.dumps({k: v for k, v in line.items() if k != "history"}))
     return line, model
 
-
-def _unit(x: np.ndarray) -> np.ndarray:
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)
