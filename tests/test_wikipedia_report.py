@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from xmodal.errors import XmodalError
 from xmodal.reproduce.wikipedia import TABLE3
 from xmodal.reproduce.wikipedia_exploration import GRID
 from xmodal.reproduce.wikipedia_report import markdown, tables
@@ -212,9 +213,12 @@ def test_numbers_of_the_exploration_are_rendered_from_the_json_without_a_dagger(
     assert "(average 0.310). The first run, with an earlier grid, fell short of 0.30" in md
 
 
-def test_a_json_without_the_exploration_renders_the_historical_values_with_a_dagger():
+def test_a_json_without_the_exploration_is_refused_with_the_command_that_recomputes_it():
     res = _synthetic(BASE)
     del res["exploration"]
-    md = _flat(markdown(res))
-    assert "Numbers marked † are historical" in md
-    assert "| 0.2949 / 0.2933 / 0.2907† |" in md and "CV MAP kept rising up to C = 100†." in md
+    with pytest.raises(XmodalError, match="rerun `xmodal reproduce wikipedia`"):
+        markdown(res)
+
+
+def test_the_stored_report_has_no_historical_number():
+    assert "†" not in (ROOT / "reports" / "wikipedia.md").read_text()

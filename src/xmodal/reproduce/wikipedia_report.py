@@ -5,9 +5,7 @@ of ``wikipedia_eval.json``), :func:`tables` renders ``benchmarks/results/wikiped
 :func:`plots` draws ``reports/figures/wikipedia_{pr,per_category,confusion}.png``, and
 :func:`write_report` writes the first two from the stored JSON. Every number of a run comes from
 the JSON (KSM's exploration from its ``exploration`` entry, computed by
-:mod:`xmodal.reproduce.wikipedia_exploration`); the paper's numbers are in :data:`PAPER`. A
-stored JSON from before that entry renders the historical values of :data:`UNRECORDED` instead
-(marked † in the report).
+:mod:`xmodal.reproduce.wikipedia_exploration`); the paper's numbers are in :data:`PAPER`.
 """
 
 from __future__ import annotations
@@ -20,7 +18,7 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.reproduce.output import machine_text, read_json
-from xmodal.reproduce.prose import DAGGER, and_list, wrap
+from xmodal.reproduce.prose import and_list, wrap
 
 # Rasiwasia et al. (2010): MAP (image query, text query) of Tables 3 and 4, and their setup.
 PAPER = {
@@ -33,37 +31,6 @@ PAPER = {
     "table4": {"random": (0.118, 0.118), "cm": (0.249, 0.196), "sm": (0.225, 0.223),
                "scm": (0.277, 0.226)},
     "train_docs": 2173, "test_docs": 693, "cca_dim": 9,
-}
-# Historical numbers of KSM's exploration (earlier one-off runs and a timing), rendered (marked †)
-# only from a stored JSON that predates its ``exploration`` entry, which now recomputes them all.
-UNRECORDED = {
-    "sm_cv_map_rises_up_to_C": 100,
-    # KSM's exploration by 5-fold CV on the training set (average held-out MAP)
-    "ksm_variants": [
-        ("Same, kernel map truncated to 1024 / 512 / 256 directions (C 3)",
-         "0.2949 / 0.2933 / 0.2907"),
-        ("Same, 1024 directions with gamma 1 / C 3, or C 1 / 2 / 5",
-         "0.2936; 0.2888 / 0.2930 / 0.2952"),
-        ("Concatenated 256-direction maps of gamma 1, 2 and 4 (C 1 / 3)", "0.2911 / 0.2909"),
-        ("χ² SVM with Platt probabilities (gamma 2, C 1)",
-         "0.2929 (also not saveable without pickle)"),
-        ("LR on standardized sqrt-histograms (C 0.003-0.03)", "0.270-0.278"),
-        ("Averaging the χ² SVM posteriors with the sqrt-LR or SCM image posteriors",
-         "0.284-0.290 (no gain)"),
-        ("Text LR on log or sqrt topic proportions (256-direction image model)",
-         "0.2917 / 0.2914 (vs 0.2907)"),
-        ("Powers p^a of the posteriors (a, b ∈ {0.5, 1, 1.5, 2, 3})",
-         "best at a = b = 1: the log-loss-calibrated posteriors need no tempering"),
-        ("Pseudo-relevance feedback on the gallery (top 5-20, weights 0.25-1)",
-         "0.280-0.291 (no gain)"),
-        ("Score fusion z(KSM) + λ z(SCM), λ ∈ {0.05, 0.1, 0.2, 0.4} (256 directions)",
-         "0.2945 at λ = 0.2 (+0.004; not shipped)"),
-        ("Score fusion with CM", "≤ 0.2913"),
-    ],
-    # test MAP seen before KSM's grid was final
-    "ksm_first_run_256": (0.329, 0.261),
-    "chi2_svm_test": (0.337, 0.261),
-    "kernel_step_s": 2,
 }
 LABEL = {"random": "Random", "cm": "CM", "sm": "SM", "scm": "SCM", "ksm": "KSM (ours)",
          "ksm-qe": "KSM-QE (ours, pre-registered)"}
@@ -257,6 +224,9 @@ def _owner(name: str) -> str:
 def markdown(res: dict, eval_res: dict | None = None) -> str:
     """``reports/wikipedia.md`` from ``wikipedia_reproduction.json`` (``res``) and, for the
     timings, ``wikipedia_eval.json`` (``eval_res``)."""
+    if "exploration" not in res:
+        raise XmodalError("this wikipedia_reproduction.json predates KSM's exploration entry: "
+                          "rerun `xmodal reproduce wikipedia` (about 4 minutes)")
     sections = (_intro(res), _setup(res, eval_res), _table4(res), _details(res), _table3(res),
                 _table5(res), _figures(res), _ksm(res), _ksmqe(res, eval_res),
                 _speed(res, eval_res),
@@ -277,10 +247,6 @@ COMMANDS = [
 ]
 
 
-_DAGGER_NOTE = (f" Numbers marked {DAGGER} are historical: earlier one-off runs and timings that "
-                "the command does not redo (`UNRECORDED` in `xmodal.reproduce.wikipedia_report`).")
-
-
 def _intro(res: dict) -> list[str]:
     m = res["machine"]
     return [
@@ -294,7 +260,7 @@ def _intro(res: dict) -> list[str]:
         *COMMANDS, "",
         *wrap(f"The numbers below come from the run of {res['date']} ({machine_text(m)}, 1-minute "
                f"load average {m['load_avg_1min']}), at commit `{res['git_commit'][:7]}` "
-               f"(`{res['command']}`)." + ("" if "exploration" in res else _DAGGER_NOTE)),
+               f"(`{res['command']}`)."),
         "",
     ]
 
@@ -477,10 +443,6 @@ def _status(res: dict) -> list[str]:
 
 def _sm_by_map(res: dict, closest: float, ours: float) -> str:
     """What selecting SM's C by held-out MAP would do, from the exploration's SM CV MAP."""
-    if "exploration" not in res:
-        return ("Selecting by held-out retrieval MAP instead would move further away: in an "
-                "earlier one-off check, CV MAP kept rising up to C = "
-                f"{UNRECORDED['sm_cv_map_rises_up_to_C']}{DAGGER}.")
     cv = {float(C): v for C, v in res["exploration"]["sm_cv_map"].items()}
     peak = max(cv, key=cv.get)
     rising = all(cv[a] < cv[b] for a, b in zip(cv, list(cv)[1:]) if b <= peak)
@@ -799,15 +761,10 @@ def _ksm(res: dict) -> list[str]:
 
 
 def _tried(res: dict) -> list[str]:
-    """The header and table of KSM's exploration (historical, †, without ``exploration``)."""
-    if "exploration" in res:
-        note, rows = (", on the folds of the selection). The command recomputes every row; "
-                      "only the first is shipped:"), [
-            f"| {variant} | {value} |" for variant, value in _variants(res)]
-    else:
-        note, rows = (f"). The command recomputes the first row; the others{DAGGER} are "
-                      "historical one-off runs that it does not redo:"), [
-            f"| {variant} | {value}{DAGGER} |" for variant, value in UNRECORDED["ksm_variants"]]
+    """The header and table of KSM's exploration."""
+    note = (", on the folds of the selection). The command recomputes every row; only the "
+            "first is shipped:")
+    rows = [f"| {variant} | {value} |" for variant, value in _variants(res)]
     return [
         *wrap(f"**What I tried, compared by {res['selection']['folds']}-fold CV on the training "
                f"set** (average of the two directions' held-out MAP{note}"), "",
@@ -817,19 +774,7 @@ def _tried(res: dict) -> list[str]:
 
 
 def _test_use(res: dict) -> list[str]:
-    """The two test MAPs looked at before KSM's grid was final (historical, †, without
-    ``exploration``)."""
-    if "exploration" not in res:
-        first, svm = UNRECORDED["ksm_first_run_256"], UNRECORDED["chi2_svm_test"]
-        return [
-            *wrap("The first full run (historical) had the kernel map fixed at 256 directions. "
-                   f"It gave test MAP {_pair(first)}{DAGGER} (average {_avg(first):.3f}). Seeing "
-                   "that it fell short of 0.30 is what made me add the rank to the grid. The "
-                   "extension was therefore prompted by a test result, though the choice within "
-                   "the grid was made by CV.", "- "),
-            *wrap("Before the CV harness existed, I also looked at the test MAP of a χ² SVM "
-                   f"({_pair(svm)}{DAGGER}, average {_avg(svm):.3f}) and of a few linear "
-                   "classifiers.", "- ")]
+    """The two test MAPs looked at before KSM's grid was final."""
     cv = res["selection"]["cv"]["ksm_gamma/n_components/C_image"]
     explored = res["exploration"]
     first, svm = explored["test_map"]["ksm_256"], explored["test_map"]["chi2_svm"]
@@ -991,11 +936,7 @@ def _ksmqe(res: dict, eval_res: dict | None) -> list[str]:
 
 
 def _steps(res: dict) -> str:
-    """KSM-QE's fitting steps as timed by the reproduction run (historical, †, without
-    ``exploration``)."""
-    if "exploration" not in res:
-        return (f"about {UNRECORDED['kernel_step_s']} s{DAGGER} each for the kernel, the "
-                "eigendecomposition and the fit, per modality, in an earlier one-off timing")
+    """KSM-QE's fitting steps as timed by the reproduction run."""
     t = res["exploration"]["kernel_step_s"]
     steps = and_list(f"{v['kernel']:.2f} / {v['eigendecomposition']:.2f} / {v['fit']:.2f} s "
                      f"for the {name}s" for name, v in t.items())
