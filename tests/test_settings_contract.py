@@ -196,7 +196,8 @@ def test_hodosh_setting_contract(name, tmp_path):
 
 
 # -- the rest: random, the NN baseline, the dual encoder ------------------------------------------
-OTHERS = ["random", "hodosh-nn", "dual", "efficientnet-minilm-zeroshot", "tagger-lemmas"]
+OTHERS = ["random", "hodosh-nn", "dual", "dual-qb", "efficientnet-minilm-zeroshot",
+          "tagger-lemmas"]
 
 
 def test_random_contract():
@@ -255,6 +256,28 @@ def test_dual_setting_contract(name, tmp_path):
     assert s.shape == (N_IMG, N_TXT)
     loaded = load(model.save(tmp_path / name))
     np.testing.assert_array_equal(scores(loaded), s)
+
+
+def test_dual_qb_contract():
+    """The querybank-normalised default model: the estimator of its record, on a stand-in bank
+    (the real one is the model's training data); no saved form (the bank is rebuilt)."""
+    from xmodal.models.querybank import QuerybankNorm
+
+    setting = SETTINGS["dual-qb"]
+    qb = setting.build()
+    assert isinstance(qb, QuerybankNorm) and qb.beta == setting.params["beta"]
+    rng = np.random.default_rng(0)
+
+    def unit(n):
+        x = rng.normal(size=(n, 12))
+        return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+    images, texts = unit(N_IMG), unit(N_TXT)
+    qb.fit(unit(40), unit(60))
+    s = qb.normalize(images, texts)
+    assert s.shape == (N_IMG, N_TXT) and np.isfinite(s).all()
+    pi, pt = rng.permutation(N_IMG), rng.permutation(N_TXT)
+    np.testing.assert_allclose(qb.normalize(images[pi], texts[pt]), s[pi][:, pt], rtol=1e-6)
 
 
 def test_tagger_lemmas_contract():

@@ -118,7 +118,11 @@ def recall_5cap(
     img_emb: np.ndarray, txt_emb: np.ndarray, caption_image: np.ndarray
 ) -> dict[str, float]:
     """R@1/5/10 (percent) both ways for images x their captions (caption_image: image row)."""
-    S = img_emb @ txt_emb.T
+    return recall_5cap_scores(img_emb @ txt_emb.T, caption_image)
+
+
+def recall_5cap_scores(S: np.ndarray, caption_image: np.ndarray) -> dict[str, float]:
+    """:func:`recall_5cap` from a score matrix S[n_images, n_captions] (higher = better)."""
     if not np.isfinite(S).all():
         raise XmodalError("non-finite similarities: the model diverged or saw too little data")
     n_img = S.shape[0]

@@ -1,0 +1,79 @@
+"""Querybank normalisation of a joint-space score matrix (the inverted softmax).
+
+A gallery item that is close to many queries (a "hub") crowds the top of every ranking.
+Querybank normalisation (Bogolin et al., CVPR 2022; the inverted softmax of Smith et al., 2017)
+divides each gallery item's softmax score by its total mass over a bank of queries that are not
+the test queries, here embeddings of training images and training captions:
+
+    S'[i, t] = S[i, t] - LSE_b(beta * S[b, t]) / beta - LSE_q(beta * S[i, q]) / beta
+
+where ``b`` runs over the bank images and ``q`` over the bank captions. The first offset depends
+only on the caption, so it reorders image -> text rankings (each image ranks captions) and leaves
+text -> image rankings alone; the second is its mirror. One matrix therefore serves both
+directions, as the score-matrix contract asks.
+
+    qb = QuerybankNorm(beta=30).fit(bank_image_emb, bank_text_emb)
+    S = qb.normalize(image_emb, text_emb)       # (n_images, n_texts)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import logsumexp
+
+from xmodal.errors import XmodalError
+
+
+class QuerybankNorm:
+    """Inverted-softmax normalisation against a bank of image and caption embeddings."""
+
+    def __init__(self, beta: float = 30.0, chunk: int = 1024):
+        self.beta = beta
+        self.chunk = chunk
+
+    def fit(self, bank_images: np.ndarray, bank_texts: np.ndarray) -> QuerybankNorm:
+        """Keep the bank (unit rows, in the same joint space as what will be scored)."""
+        bank_images = np.asarray(bank_images, np.float32)
+        bank_texts = np.asarray(bank_texts, np.float32)
+        if bank_images.ndim != 2 or bank_texts.ndim != 2 or not len(bank_images) or not len(
+                bank_texts):
+            raise XmodalError("the querybank needs non-empty 2-d image and caption embeddings")
+        if bank_images.shape[1] != bank_texts.shape[1]:
+            raise XmodalError(f"bank images are {bank_images.shape[1]}-d but bank captions are "
+                              f"{bank_texts.shape[1]}-d")
+        if self.beta <= 0:
+            raise XmodalError(f"beta must be positive, got {self.beta}")
+        self.bank_images_ = bank_images
+        self.bank_texts_ = bank_texts
+        return self
+
+    def _offsets(self, items: np.ndarray, bank: np.ndarray) -> np.ndarray:
+        """LSE over the bank of beta * similarity, divided by beta, for each item (in chunks)."""
+        items = np.asarray(items, np.float32)
+        if items.shape[1:] != bank.shape[1:]:
+            raise XmodalError(f"embeddings are {items.shape[1:]}-d but the bank is "
+                              f"{bank.shape[1]}-d")
+        out = np.empty(len(items), np.float64)
+        for s in range(0, len(items), self.chunk):
+            sims = (items[s : s + self.chunk] @ bank.T).astype(np.float64)
+            out[s : s + self.chunk] = logsumexp(self.beta * sims, axis=1) / self.beta
+        return out
+
+    def _bank(self, side: str) -> np.ndarray:
+        if not hasattr(self, "bank_images_"):
+            raise XmodalError("QuerybankNorm is not fitted: call fit(bank_images, bank_texts)")
+        return self.bank_images_ if side == "images" else self.bank_texts_
+
+    def text_offsets(self, text_emb: np.ndarray) -> np.ndarray:
+        """Each caption's mass over the bank images (reorders image -> text rankings)."""
+        return self._offsets(text_emb, self._bank("images"))
+
+    def image_offsets(self, image_emb: np.ndarray) -> np.ndarray:
+        """Each image's mass over the bank captions (reorders text -> image rankings)."""
+        return self._offsets(image_emb, self._bank("texts"))
+
+    def normalize(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:
+        """S'[n_images, n_texts]: cosines minus both offsets (higher = better match)."""
+        S = np.asarray(image_emb, np.float32) @ np.asarray(text_emb, np.float32).T
+        return (S - self.image_offsets(image_emb)[:, None]
+                - self.text_offsets(text_emb)[None, :]).astype(np.float32)

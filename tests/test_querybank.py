@@ -1,0 +1,77 @@
+"""Querybank normalisation (inverted softmax): against its definition, on a hub, and its errors."""
+
+import numpy as np
+import pytest
+
+from xmodal.errors import XmodalError
+from xmodal.models.querybank import QuerybankNorm
+from xmodal.recipes.querybank import check_disjoint
+
+
+def _unit(x):
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def _data(seed=0, d=8):
+    rng = np.random.default_rng(seed)
+    return (_unit(rng.normal(size=(6, d))), _unit(rng.normal(size=(9, d))),
+            _unit(rng.normal(size=(20, d))), _unit(rng.normal(size=(30, d))))
+
+
+def test_rankings_equal_the_inverted_softmax_definition():
+    images, texts, bank_i, bank_t = _data()
+    beta = 7.0
+    S = QuerybankNorm(beta).fit(bank_i, bank_t).normalize(images, texts)
+    # image -> text: softmax of the image's score against each caption's mass over bank images
+    for i in range(len(images)):
+        p = [np.exp(beta * images[i] @ texts[t])
+             / sum(np.exp(beta * b @ texts[t]) for b in bank_i) for t in range(len(texts))]
+        assert list(np.argsort(p)) == list(np.argsort(S[i]))
+    # text -> image: each image's mass over bank captions
+    for t in range(len(texts)):
+        p = [np.exp(beta * images[i] @ texts[t])
+             / sum(np.exp(beta * q @ images[i]) for q in bank_t) for i in range(len(images))]
+        assert list(np.argsort(p)) == list(np.argsort(S[:, t]))
+
+
+def test_offsets_are_log_sum_exp_over_the_bank_divided_by_beta():
+    images, texts, bank_i, bank_t = _data(1)
+    qb = QuerybankNorm(beta=3.0, chunk=4).fit(bank_i, bank_t)
+    want = np.log(np.exp(3.0 * texts @ bank_i.T).sum(1)) / 3.0
+    np.testing.assert_allclose(qb.text_offsets(texts), want, rtol=1e-6)
+    want = np.log(np.exp(3.0 * images @ bank_t.T).sum(1)) / 3.0
+    np.testing.assert_allclose(qb.image_offsets(images), want, rtol=1e-6)
+
+
+def test_a_hub_caption_loses_the_top_of_every_ranking():
+    rng = np.random.default_rng(2)
+    d = 16
+    own = _unit(rng.normal(size=(5, d)))
+    hub = _unit(rng.normal(size=(1, d)))
+    images = _unit(0.6 * own + hub)  # every image leans towards the hub direction
+    texts = np.concatenate([_unit(own + 0.2 * rng.normal(size=(5, d))), hub])
+    assert list((images @ texts.T).argmax(1)) == [5] * 5  # by cosine the hub caption wins all
+    bank_i = _unit(rng.normal(size=(50, d)) * 0.3 + hub)  # training images lean the same way
+    qb = QuerybankNorm(beta=10).fit(bank_i, _unit(rng.normal(size=(50, d))))
+    assert list(qb.normalize(images, texts).argmax(1)) == [0, 1, 2, 3, 4]
+
+
+def test_clear_errors():
+    images, texts, bank_i, bank_t = _data()
+    with pytest.raises(XmodalError, match="not fitted"):
+        QuerybankNorm().normalize(images, texts)
+    with pytest.raises(XmodalError, match="non-empty"):
+        QuerybankNorm().fit(bank_i[:0], bank_t)
+    with pytest.raises(XmodalError, match="8-d but bank captions are 4-d"):
+        QuerybankNorm().fit(bank_i, bank_t[:, :4])
+    with pytest.raises(XmodalError, match="beta must be positive"):
+        QuerybankNorm(beta=0).fit(bank_i, bank_t)
+    with pytest.raises(XmodalError, match="the bank is 8-d"):
+        QuerybankNorm().fit(bank_i, bank_t).normalize(images[:, :4], texts[:, :4])
+
+
+def test_images_of_the_bank_are_refused(tmp_path):
+    bank = [tmp_path / "a.jpg", tmp_path / "b.jpg"]
+    check_disjoint(bank, [tmp_path / "c.jpg", str(tmp_path / "d.jpg")])
+    with pytest.raises(XmodalError, match="1 of the images to score are in the querybank"):
+        check_disjoint(bank, [tmp_path / "c.jpg", str(tmp_path / "b.jpg")])
