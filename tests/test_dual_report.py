@@ -226,3 +226,121 @@ def test_fifth_round_renders_from_the_json_and_its_verdict_follows_the_numbers()
     md = _flat(report_markdown(res, extra))
     assert ("gains +2.00 selection score, more than the control's epoch-to-epoch spread (0.30). "
             "Not shipped.") in md
+
+
+# -- the first and second rounds (issue 3): rerun by --variants / --ensembles ---------------------
+RUN = {"command": "xmodal reproduce dual --no-eval --ood ''", "git_commit": "0123456",
+       "date": "2030-01-01 00:00 UTC", "machine": MACHINE, "elapsed_s": 600.0}
+
+
+def _r1(i2t: float, t2i: float) -> dict:
+    return {"i2t_R@1": i2t, "t2i_R@1": t2i, "t2i_R@10": 60.0}
+
+
+def _first_round(names, slope: float = -10.0) -> list[dict]:
+    """``--variants`` lines: variant k has best epoch 20 + k, dev R@1 30 + k + slope * w / 20 + k
+    and test R@1 25 + k / 20."""
+    lines = [{"variant": "zero-shot bridge", "n_train": 6000, "w": 1.0, "dev": _r1(4.0, 6.0),
+              "test": _r1(4.0, 6.0), "run": RUN}]
+    for k, n in enumerate(names):
+        lines += [{"variant": n, "n_train": 6000, "w": w, "best_epoch": 20 + k, "fit_s": 60,
+                   "dev": _r1(30.0 + k + slope * w, 20.0 + k), "test": _r1(25.0 + k, 20.0),
+                   "run": RUN}
+                  for w in (0.0, 0.1, 0.2, 0.3, 0.4)]
+    return lines
+
+
+def _second_round(gains: dict, slopes: dict | None = None) -> list[dict]:
+    """``--ensembles`` lines: dev mean R@1 27 + gain + slope * w (slope -6 unless given), i2t and
+    t2i 4 points either side of it; averaged embeddings 24."""
+    from xmodal.reproduce.dual import ENSEMBLES
+    from xmodal.reproduce.dual_report import UNRECORDED
+
+    lines = []
+    for n in UNRECORDED["second_round"]:
+        seeds = ENSEMBLES[n][1]
+        for w in (0.0, 0.1, 0.2):
+            mean = 27.0 + gains.get(n, 0.0) + (slopes or {}).get(n, -6.0) * w
+            line = {"variant": n, "w": w, "seeds": list(seeds),
+                    "best_epochs": [30 + 5 * s for s in seeds], "fit_s": 100 * len(seeds),
+                    "dev": _r1(mean + 4, mean - 4), "dev_mean_r1": mean}
+            if len(seeds) > 1:
+                line.update(dev_averaged=_r1(28.0, 20.0), dev_averaged_mean_r1=24.0)
+            lines.append(line)
+    return lines
+
+
+GAINS = {"ep30": 0.3, "hn5": 0.5, "ens2_ep30": 0.8, "ens3_ep30": 0.9, "ens2": 0.4, "ens3": 1.2,
+         "ens2_hn5": 1.5}
+
+
+def test_first_round_renders_from_the_json_and_its_rule_follows_the_sweep():
+    from xmodal.reproduce.dual_report import FIRST_VARIANTS
+
+    res, extra = _synthetic()
+    md = _flat(report_markdown(res, extra))
+    assert "| variant | best epoch† | dev R@1 (w=0)† |" in md  # not rerun: issue 3
+    assert "Where the rerun differs" not in md
+
+    res["variants"] = _first_round(FIRST_VARIANTS)
+    md = _flat(report_markdown(res, extra))
+    assert "| variant | best epoch | dev R@1 (w=0) | dev R@1 (w=0.1) | test R@1 (w=0.1) |" in md
+    assert "| base: pooled features, 30 epochs | 20 | 30.0 / 20.0 | 29.0 / 20.0 | 25.0 / 20.0 |" \
+        in md
+    # the shipped recipe (drop4ep60, k = 4): mean R@1 29 - 5 w, so w = 0.2 is within 1 point
+    assert "w=0: 34.0/24.0, 0.1: 33.0/24.0, 0.2: 32.0/24.0" in md and "(rule picks 0.2)" in md
+    assert "The bridge alone: dev 4.0/6.0." in md
+    assert ("(`xmodal reproduce dual --no-eval --ood ''` at commit `0123456` (2030-01-01 00:00 "
+            "UTC, shared CPU, load average about 0 at its end); first run by") in md
+    assert "Where the rerun differs, the historical run gave `base`: best epoch 30," in md
+    assert "not rerun" not in md.split("For the bridge alone")[0]
+    # base's historical test cell was at w = 0.2: compared with the rerun there (25.0 / 20.0)
+    assert ("The historical test cell of `base` was measured by `xmodal eval` at w = 0.2; the "
+            "rerun there gives 25.0 / 20.0.") in md
+    assert "test w=0.1 26.3 / 21.3 (`xmodal eval`, w=0.2)†" in md
+
+    res["variants"] = _first_round([n for n in FIRST_VARIANTS if n != "maps"], slope=0.0)
+    md = _flat(report_markdown(res, extra))
+    assert "(rule picks 0.4)" in md  # a flat sweep: the largest w
+    assert "(`use_maps`) (not rerun) | 25† |" in md
+    assert "`maps`:" not in md  # a row not rerun is not compared with itself
+
+
+def test_second_round_renders_from_the_json_and_its_sentences_follow_the_numbers():
+    res, extra = _synthetic()
+    md = _flat(report_markdown(res, extra))
+    assert "| best mean† |" in md and "machine nearly idle" in md
+
+    res["ensembles"], res["ensembles_run"] = _second_round(GAINS), RUN
+    md, tables = _flat(report_markdown(res, extra)), markdown(res)
+    assert "| variant | member best epochs | fit (s) | dev w=0 | dev w=0.1 | best mean |" in md
+    assert "| 2 seeds, hard negatives beta 5 (`ens2_hn5`) | 30, 35 | 200 | 32.5 / 24.5 | " in md
+    assert "| averaged (not concatenated) embeddings, `ens2` / `ens3` / `ens3_ep30` | | | " \
+        "28.0 / 20.0, 28.0 / 20.0, 28.0 / 20.0 | | 24.00, 24.00, 24.00 |" in md
+    assert "| ens2 | 0.0 | 30, 35 | 200 | 31.4 / 23.4 | 27.40 | 28.0 / 20.0 | 24.00 |" in tables
+    assert "scored 3.0 to 3.0 points of dev mean R@1 *below*" in md
+    assert "which gains 0.4 to 1.2 (`ens2`, `ens3`)" in md
+    assert "beta = 5: +0.50 at w = 0, and no worse with the bridge (w = 0.1)" in md
+    assert ("Two variants are at least 1 point of dev mean R@1 above the shipped model at their "
+            "best w, both at w = 0 (no bridge)") in md
+    assert ("`ens2_hn5` (+1.50 at w = 0) would ship through the training rule at w = 0.1 (the "
+            "largest w within 1 point of its best), where it is 27.90, only +0.90 over the "
+            "shipped 27.00") in md
+    assert "gained 0.40 (`ens2`) and 0.80 (`ens2_ep30`)" in md
+    assert "select epochs 35 and 40, not 30" in md
+    assert ("took 100 s and gave dev R@1 31.0 / 23.0 at w = 0 against the first round's "
+            "30.7 / 23.1†") in md
+    assert "Where the rerun differs, the historical run gave `shipped`: dev w=0 30.7 / 23.1" in md
+
+    flipped = {n: g - 0.7 for n, g in GAINS.items()}
+    res["ensembles"] = _second_round(flipped, {"hn5": -20.0, "ens2": -1.0})
+    md = _flat(report_markdown(res, extra))
+    assert "No variants are at least 1 point of dev mean R@1 above the shipped model" in md
+    assert "beta = 5: -0.20 at w = 0, but worse with the bridge (w = 0.1)" in md
+    assert "`ens2_hn5` (+0.80 at w = 0) would ship" in md
+    # ens2's mean falls 0.2 by w = 0.2: the rule keeps the bridge at 0.2 there
+    res["ensembles"] = _second_round({"ens2": 3.0}, {"ens2": -1.0})
+    md = _flat(report_markdown(res, extra))
+    assert ("One variant is at least 1 point of dev mean R@1 above the shipped model at its best "
+            "w, at w = 0 (no bridge)") in md
+    assert "`ens2` (+3.00 at w = 0) would ship through the training rule at w = 0.2" in md

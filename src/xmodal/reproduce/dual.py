@@ -25,21 +25,24 @@ PROTOCOLS = ("flickr8k-5cap", "flickr8k-hodosh", "flickr8k-hodosh-crowd")
 # out of domain, evaluated when Conceptual Captions 18k is on the machine (not in CI)
 CC_PROTOCOLS = ("cc-heldout",)
 OOD_QUERIES = QUERIES  # the skimage-ood protocol's queries (xmodal.data.skimage_samples)
-# variant -> TrainConfig overrides (first round, dev and test)
-VARIANTS = {
-    "base": {},
+# issue 3's recipe before the first round (TrainConfig's defaults then; they are now the shipped
+# drop4ep60 recipe): pooled input, dropout 0.2, 40 epochs; the first model shipped with 30
+FIRST = {"dropout": 0.2, "epochs": 40, "bridge_input": False}
+# variant -> TrainConfig overrides (first round, dev and test): changes to FIRST
+VARIANTS = {name: {**FIRST, **over} for name, over in {
+    "base": {"epochs": 30},
     "d512": {"dim": 512},
     "h1024": {"hidden": 1024},
     "drop4": {"dropout": 0.4},
-    "drop4ep60": {"dropout": 0.4, "epochs": 60},
-    "maps": {"use_maps": True},
+    "drop4ep60": {"dropout": 0.4, "epochs": 60, "bridge_input": True},
+    "maps": {"use_maps": True, "bridge_input": True},
     "ep80": {"epochs": 80},
     "lr3": {"lr": 3e-3},
     "b256": {"batch_images": 256},
     "bridgein": {"bridge_input": True},
     "lit": {"text_identity": True},
     "lit_bridgein": {"text_identity": True, "bridge_input": True},
-}
+}.items()}
 # variant -> (TrainConfig overrides, seeds of the ensemble members); second round, dev only
 ENSEMBLES: dict[str, tuple[dict, tuple[int, ...]]] = {
     "shipped": ({}, (0,)),
@@ -203,11 +206,18 @@ def ensembles(names, data=None, weights=(0.0, 0.1, 0.2)) -> list[dict]:
             took += dt
         zi = np.concatenate(zis, 1) / np.sqrt(len(zis))
         zt = np.concatenate(zts, 1) / np.sqrt(len(zts))
+        # the alternative the ensemble does not use: members' embeddings averaged, renormalised
+        avg_i, avg_t = (l2_normalize(np.mean(z, 0)) for z in (zis, zts))
         for w in weights:
             d = dev(zi, zt, w)
-            lines.append({"variant": name, "w": w, "seeds": list(seeds), "best_epochs": epochs,
-                          "fit_s": round(took), "dev": d,
-                          "dev_mean_r1": 0.5 * (d["i2t_R@1"] + d["t2i_R@1"])})
+            line = {"variant": name, "w": w, "seeds": list(seeds), "best_epochs": epochs,
+                    "fit_s": round(took), "dev": d,
+                    "dev_mean_r1": 0.5 * (d["i2t_R@1"] + d["t2i_R@1"])}
+            if len(seeds) > 1:
+                a = dev(avg_i, avg_t, w)
+                line.update(dev_averaged=a,
+                            dev_averaged_mean_r1=0.5 * (a["i2t_R@1"] + a["t2i_R@1"]))
+            lines.append(line)
             log(json.dumps(lines[-1]))
     return lines
 
@@ -231,10 +241,17 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
         res["test"] = evaluate_models(protocols=PROTOCOLS + CC_PROTOCOLS, data=data)
     if ood:
         res["ood"] = ood_check(ood, data)
-    if variant_names:
-        res["variants"] = variants(variant_names, max_train, data)
+    # the first and second rounds stamp their own parts: the file's stamp is the test tables'
+    if variant_names:  # a variant rerun replaces its lines, the others are kept
+        lines = variants(variant_names, max_train, data)
+        run = stamp(command)
+        redone = {v["variant"] for v in lines}
+        res["variants"] = ([v for v in res.get("variants", []) if v["variant"] not in redone]
+                           + [{**v, "run": run} for v in lines])
     if ensemble_names:
+        t1 = time.time()
         res["ensembles"] = ensembles(ensemble_names, data)
+        res["ensembles_run"] = {**stamp(command), "elapsed_s": time.time() - t1}
     if broader_names:
         from xmodal.reproduce.dual_broader import broader
 
@@ -255,8 +272,8 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
             if models_dir is not None:
                 model.save(Path(models_dir) / f"finetune_{lr:g}_flip{finetune_flip:g}")
         res["finetune"] = [done[k] for k in sorted(done)]
-    if evaluate or ood or variant_names or ensemble_names or broader_names:
-        # the file's own stamp: a --finetune run alone stamps only its lines
+    if evaluate or ood or broader_names:
+        # the file's own stamp: --variants, --ensembles and --finetune runs stamp their parts
         res.update(stamp(command), elapsed_s=time.time() - t0)
     write_json(path, res)
     try:

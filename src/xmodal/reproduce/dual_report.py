@@ -10,6 +10,7 @@ the report).
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from pathlib import Path
@@ -203,12 +204,14 @@ def markdown(res: dict) -> str:
                   for v in res["variants"]]
         lines.append("")
     if res.get("ensembles"):
-        lines += ["Second round (dev only):", "",
-                  "| variant | w | member best epochs | fit (s) | dev R@1 | mean |",
-                  "|---|---|---|---|---|---|"]
+        lines += ["Second round (dev only; averaged: the members' embeddings averaged instead of "
+                  "concatenated):", "",
+                  "| variant | w | member best epochs | fit (s) | dev R@1 | mean "
+                  "| averaged dev R@1 | averaged mean |", "|---|---|---|---|---|---|---|---|"]
         lines += [f"| {v['variant']} | {v['w']} | {', '.join(map(str, v['best_epochs']))} | "
-                  f"{v['fit_s']} | {v['dev']['i2t_R@1']:.1f} / {v['dev']['t2i_R@1']:.1f} | "
-                  f"{v['dev_mean_r1']:.2f} |" for v in res["ensembles"]]
+                  f"{v['fit_s']} | {_pair(_r1(v['dev']))} | {v['dev_mean_r1']:.2f} | "
+                  + (f"{_pair(_r1(v['dev_averaged']))} | {v['dev_averaged_mean_r1']:.2f} |"
+                     if "dev_averaged" in v else "- | - |") for v in res["ensembles"]]
         lines.append("")
     third, fourth = (_in_round(res.get("broader", []), n) for n in (3, 4))
     if third:
@@ -292,7 +295,7 @@ def report_markdown(res: dict, extra: dict) -> str:
     variants = {v["variant"]: v for v in res["broader"]}
     sections = (_intro(res), _what(variants), _reproduce(res), _extraction(res),
                 _results(res, extra), _ood(res, extra), _third(res, variants, extra),
-                _fourth(res, variants), _fifth(res, variants, extra), _first(), _second(),
+                _fourth(res, variants), _fifth(res, variants, extra), _first(res), _second(res),
                 _speed(variants, extra))
     return "\n".join(line for section in sections for line in section)
 
@@ -796,110 +799,317 @@ def _model_mb() -> float:
     return sum(f.stat().st_size for f in Path(DEFAULT_MODEL_DIR).iterdir()) / 1e6
 
 
-def _first() -> list[str]:
-    rows = UNRECORDED["first_round"]
-    sweep = UNRECORDED["bridge_weight"]
-    best = max(_mean(v) for v in sweep.values())
-    rule = max(w for w, v in sweep.items() if _mean(v) >= best - 1)
-    d = DAGGER
+# -- the first and second rounds (issue 3): `xmodal reproduce dual --variants` / `--ensembles`
+# first-round variant (xmodal.reproduce.dual.VARIANTS) -> its row in UNRECORDED["first_round"]
+FIRST_VARIANTS = {"base": "base", "lit": "lit", "bridgein": "v2", "maps": "maps",
+                  "drop4ep60": "shipped"}
+# a historical row whose test cell was measured at another bridge weight (by `xmodal eval`)
+FIRST_TEST_W = {"base": 0.2}
+FIRST_SHIPPED = "drop4ep60"  # the recipe shipped from issue 3 until issue 17 (the bridge sweep)
+RULE_TOLERANCE = 1.0  # TrainConfig.bridge_tolerance: the largest w within this of the best mean
+AVERAGED = ("ens2", "ens3", "ens3_ep30")  # the historical run's averaged-embedding row
+
+
+def _r1(d: dict) -> tuple[float, float]:
+    return d["i2t_R@1"], d["t2i_R@1"]
+
+
+def _by_w(lines: list[dict]) -> dict[str, dict[float, dict]]:
+    """``{variant: {w: line}}`` in the order of the lines."""
+    out: dict = {}
+    for v in lines:
+        out.setdefault(v["variant"], {})[v["w"]] = v
+    return out
+
+
+def _rule(means: dict[float, float]) -> float:
+    """The training rule's bridge weight: the largest w within RULE_TOLERANCE of the best."""
+    best = max(means.values())
+    return max(w for w, m in means.items() if m >= best - RULE_TOLERANCE)
+
+
+def _first_data(res: dict) -> dict | None:
+    """The first round as recorded by ``--variants`` (None without the zero-shot bridge and the
+    shipped recipe): rows ``{key: (label, epoch, dev w=0, dev w=0.1, test w=0.1, note)}`` keyed
+    as ``UNRECORDED["first_round"]`` (a variant not rerun: its historical row, its key in
+    ``"historical"``), the shipped heads' dev sweep over w, the bridge alone."""
+    by = _by_w(res.get("variants", []))
+    if FIRST_SHIPPED not in by or "zero-shot bridge" not in by:
+        return None
+    rows, old = {}, set()
+    for n, key in FIRST_VARIANTS.items():
+        if n in by and {0.0, 0.1} <= set(by[n]):
+            rows[key] = (UNRECORDED["first_round"][key][0], by[n][0.0]["best_epoch"],
+                         _r1(by[n][0.0]["dev"]), _r1(by[n][0.1]["dev"]),
+                         _r1(by[n][0.1]["test"]), "")
+        else:
+            rows[key], old = UNRECORDED["first_round"][key], old | {key}
+    sweep = {w: _r1(v["dev"]) for w, v in by[FIRST_SHIPPED].items()}
+    alone = _r1(next(iter(by["zero-shot bridge"].values()))["dev"])
+    # the rerun's test R@1 where the historical table measured it (FIRST_TEST_W)
+    test_at = {key: (w, _r1(by[n][w]["test"])) for n, key in FIRST_VARIANTS.items()
+               if key in FIRST_TEST_W and key in rows and key not in old
+               for w in [FIRST_TEST_W[key]] if w in by[n]}
+    runs = {json.dumps(v["run"], sort_keys=True): v["run"] for n in (*FIRST_VARIANTS,
+                                                                    "zero-shot bridge")
+            for v in by.get(n, {}).values() if "run" in v}
+    return {"rows": rows, "sweep": sweep, "alone": alone, "historical": old,
+            "test_at": test_at, "run": list(runs.values())}
+
+
+def _historical_first() -> dict:
+    return {"rows": UNRECORDED["first_round"], "sweep": UNRECORDED["bridge_weight"],
+            "alone": UNRECORDED["bridge_alone"], "historical": set(UNRECORDED["first_round"]),
+            "run": None}
+
+
+def _differences(now: dict, then: dict, cells, names=None) -> list[str]:
+    """"name: column text, ..." for each row whose formatted cells (``cells(row)`` -> [(column,
+    text)]) differ from the historical run's (``then``), with the historical texts."""
+    out = []
+    for key, row in then.items():
+        if key not in now:
+            continue
+        old = [(c, t) for (c, t), (_, n) in zip(cells(row), cells(now[key])) if t != n]
+        if old:
+            name = (names or {}).get(key, key)
+            out.append(f"{name}: " + ", ".join(f"{c} {t}" for c, t in old) + DAGGER)
+    return out
+
+
+def _was(diffs: list[str], what: str) -> str:
+    """One sentence: what the historical run gave where the rerun differs."""
+    if not diffs:
+        return f" The historical run gave the same {what}."
+    return f" Where the rerun differs, the historical run gave {'; '.join(diffs)}."
+
+
+def _first_cells(row) -> list[tuple[str, str]]:
+    _, epoch, dev0, dev1, test, note = row
+    return [("best epoch", str(epoch)), ("dev w=0", _pair(dev0)), ("dev w=0.1", _pair(dev1)),
+            ("test w=0.1", _pair(test) + note)]
+
+
+def _first(res: dict) -> list[str]:
+    data = _first_data(res)
+    d = DAGGER if data is None else ""
+    data = data or _historical_first()
+    rows, sweep, run = data["rows"], data["sweep"], data["run"]
+    rule = _rule({w: _mean(v) for w, v in sweep.items()})
+    if run is None:
+        source = ("`scripts/train_dual_experiments.py`, now `xmodal reproduce dual --variants`; "
+                  "numbers from its JSONL output")
+        was = ""
+    else:
+        source = (and_list(map(_run, run)) + "; first run by "
+                  "`scripts/train_dual_experiments.py` in issue 3")
+        hist = _historical_first()
+        names = {key: f"`{n}`" for n, key in FIRST_VARIANTS.items()}
+
+        def sweep_rows(f):
+            return {**{f"w = {w:g}": p for w, p in f["sweep"].items()},
+                    "the bridge alone": f["alone"]}
+
+        # a historical test cell at another w is compared with the rerun at that w
+        rerun = {k: (*r[:4], *((data["test_at"][k][1], hist["rows"][k][5])
+                               if k in data["test_at"] else r[4:]))
+                 for k, r in rows.items() if k not in data["historical"]}
+        was = _was(_differences(rerun, hist["rows"], _first_cells, names)
+                   + _differences(sweep_rows(data), sweep_rows(hist),
+                                  lambda p: [("dev", _pair(p))]), "numbers, as rounded here")
+        was += "".join(f" The historical test cell of {names[k]} was measured by `xmodal eval` "
+                       f"at w = {w:g}; the rerun there gives {_pair(p)}."
+                       for k, (w, p) in data["test_at"].items())
     return [
         "### First round (issue 3): heads, bridge, dropout (dev split decides; test shown for the "
         "record)", "",
-        *wrap("All on the full 6,000-image train split (`scripts/train_dual_experiments.py`, now "
-               "`xmodal reproduce dual --variants`; numbers from its JSONL output; R@1 i2t / t2i "
-               "on the 5-caption protocol, computed by `dual_train.recall_5cap`):"), "",
+        *wrap(f"All on the full 6,000-image train split ({source}; R@1 i2t / t2i on the "
+              "5-caption protocol, computed by `dual_train.recall_5cap`):"), "",
         f"| variant | best epoch{d} | dev R@1 (w=0){d} | dev R@1 (w=0.1){d} | "
         f"test R@1 (w=0.1){d} |",
         "|---|---|---|---|---|",
-        *(f"| {label} | {epoch} | {_pair(dev0)} | {_pair(dev1)} | {_pair(test)}{note} |"
-          for label, epoch, dev0, dev1, test, note in rows.values()), "",
+        *(_first_row(row, DAGGER if d == "" and key in data["historical"] else "")
+          for key, row in rows.items()), "",
         *wrap("Bridge weight on dev for the shipped heads (i2t / t2i R@1): "
-               + ", ".join(f"{'w=' if i == 0 else ''}{w:g}: {v[0]:.1f}/{v[1]:.1f}{d}"
-                           for i, (w, v) in enumerate(sweep.items()))
-               + f" (rule picks {rule:g}). The bridge alone: dev "
-               f"{'/'.join(map(str, UNRECORDED['bridge_alone']))}{d}. For the bridge alone, "
-               "averaging WordNet synonyms or a softmax temperature of 0.5 changed dev R@1 by "
-               "less than 1 point and a temperature of 2 was worse (i2t "
-               f"{UNRECORDED['bridge_temperature_2_i2t']}{d}), so plain class names and "
-               "temperature 1 stayed."), "",
+              + ", ".join(f"{'w=' if i == 0 else ''}{w:g}: {v[0]:.1f}/{v[1]:.1f}{d}"
+                          for i, (w, v) in enumerate(sweep.items()))
+              + f" (rule picks {rule:g}). The bridge alone: dev "
+              f"{data['alone'][0]:.1f}/{data['alone'][1]:.1f}{d}.{was} For the bridge alone, "
+              "averaging WordNet synonyms or a softmax temperature of 0.5 changed dev R@1 by "
+              "less than 1 point and a temperature of 2 was worse (i2t "
+              f"{UNRECORDED['bridge_temperature_2_i2t']}{DAGGER}; issue 3, not rerun), so plain "
+              "class names and temperature 1 stayed."), "",
     ]
 
 
-def _second() -> list[str]:
-    rows, avg = UNRECORDED["second_round"], UNRECORDED["second_round_averaged"]
+def _first_row(row: tuple, mark: str) -> str:
+    """A first-round table row; ``mark``: a variant not rerun (its historical numbers)."""
+    label, epoch, dev0, dev1, test, note = row
+    label += " (not rerun)" if mark else ""
+    return (f"| {label} | {epoch}{mark} | {_pair(dev0)}{mark} | {_pair(dev1)}{mark} | "
+            f"{_pair(test)}{note}{mark} |")
+
+
+def _run(run: dict) -> str:
+    """A run's stamp in words: "`command` at commit `abc1234` (date, load average about N)"."""
+    return (f"`{run['command']}` at commit `{run['git_commit']}` ({run['date']}, shared CPU, "
+            f"load average about {round(run['machine']['load_avg_1min'])} at its end)")
+
+
+def _second_data(res: dict) -> dict | None:
+    """The second round as recorded by ``--ensembles`` (None when a row's variant is missing):
+    rows ``{name: (label, member best epochs, fit s, dev w=0, dev w=0.1, best mean, its w)}``
+    as ``UNRECORDED["second_round"]``, averaged embeddings ``{name: (dev w=0, best mean)}``,
+    each variant's mean at the training rule's w."""
+    by = _by_w(res.get("ensembles", []))
+    labels = UNRECORDED["second_round"]
+    if not all(n in by and {0.0, 0.1} <= set(by[n]) for n in labels):
+        return None
+    rows, avg, rule = {}, {}, {}
+    for n in labels:
+        lines = by[n]
+        means = {w: v["dev_mean_r1"] for w, v in lines.items()}
+        best_w = max(means, key=means.get)
+        rows[n] = (labels[n][0], tuple(lines[0.0]["best_epochs"]), lines[0.0]["fit_s"],
+                   _r1(lines[0.0]["dev"]), _r1(lines[0.1]["dev"]), means[best_w], best_w)
+        rule[n] = (_rule(means), means[_rule(means)])
+        if "dev_averaged" in lines[0.0]:
+            avg[n] = (_r1(lines[0.0]["dev_averaged"]),
+                      max(v["dev_averaged_mean_r1"] for v in lines.values()))
+    return {"rows": rows, "averaged": avg, "rule": rule, "run": res.get("ensembles_run", {})}
+
+
+def _historical_second() -> dict:
+    rows = UNRECORDED["second_round"]
+    return {"rows": rows, "averaged": UNRECORDED["second_round_averaged"],
+            "rule": {"ens2_hn5": (0.1, UNRECORDED["ens2_hn5_mean_at_w01"])}, "run": None}
+
+
+def _second_cells(row) -> list[tuple[str, str]]:
+    _, epochs, fit, w0, w1, best, _ = row
+    return [("best epochs", ", ".join(map(str, epochs))), ("dev w=0", _pair(w0)),
+            ("dev w=0.1", _pair(w1)), ("best mean", f"{best:.2f}")]
+
+
+def _second(res: dict) -> list[str]:
+    data = _second_data(res)
+    d = DAGGER if data is None else ""
+    data = data or _historical_second()
+    rows, avg, run = data["rows"], data["averaged"], data["run"]
+    shown = {n: avg[n] for n in AVERAGED if n in avg} or avg
     base = rows["shipped"][5]
     gain = {n: r[5] - base for n, r in rows.items()}
-    d = DAGGER
-    hn5, ens2_hn5, ens3 = rows["hn5"], rows["ens2_hn5"], rows["ens3"]
+    hn5, ens3 = rows["hn5"], rows["ens3"]
     worse = _mean(hn5[4]) < _mean(rows["shipped"][4])
     ahead = [n for n in rows if gain[n] >= 1]
     at_zero = all(rows[n][6] == 0 for n in ahead)
-    rule_mean = UNRECORDED["ens2_hn5_mean_at_w01"]
+    # the best variant that fits the size limit (two heads at most) would ship
+    cand = max((n for n in rows if len(rows[n][1]) <= 2), key=gain.get)
+    rule_w, rule_mean = data["rule"][cand]
     fit_s = UNRECORDED["fit_s_earlier_load"]
-    below = [base - mean for _, mean in avg.values()]
+    below = [base - mean for _, mean in shown.values()]
+    ens = sorted(gain[n] for n in ("ens2", "ens3"))
     lo, hi = UNRECORDED["extraction_images_per_s_issue3"]
-    lost = UNRECORDED["first_round"]["v2"][2][1] - UNRECORDED["first_round"]["maps"][2][1]
+    first = _first_data(res) or _historical_first()
+    maps = first if not {"v2", "maps"} & first["historical"] else _historical_first()
+    lost = maps["rows"]["v2"][2][1] - maps["rows"]["maps"][2][1]
+    lost_mark = DAGGER if maps["run"] is None else ""
+    seeds = sorted(set(ens3[1][1:]))
+    where = ""
+    if ahead and at_zero:
+        where = {1: ",", 2: ", both"}.get(len(ahead), ", all") + " at w = 0 (no bridge)"
+    if run is None:
+        how = (f"machine nearly idle (load about {UNRECORDED['second_round_load']}{DAGGER}): one "
+               f"60-epoch fit of the shipped recipe took {rows['shipped'][2]} s{DAGGER} and "
+               "reproduced its dev numbers exactly")
+        was = ""
+    else:
+        now, then = (list(map(_pair, r)) for r in (rows["shipped"][3:5],
+                                                    first["rows"]["shipped"][2:4]))
+        mark = DAGGER if "shipped" in first["historical"] else ""
+        how = (f"rerun by {_run(run)}: one 60-epoch fit of the shipped recipe took "
+               f"{rows['shipped'][2]} s and "
+               + (f"reproduced the first round's dev numbers{mark} (w = 0 and 0.1)"
+                  if now == then else f"gave dev R@1 {now[0]} at w = 0 against the first "
+                  f"round's {then[0]}{mark}"))
+        hist = _historical_second()
+        rule_then = hist["rule"]["ens2_hn5"]
+        was = _was(_differences(rows, hist["rows"], _second_cells, {n: f"`{n}`" for n in rows})
+                   + _differences(avg, hist["averaged"],
+                                  lambda r: [("averaged dev w=0", _pair(r[0])),
+                                             ("averaged best mean", f"{r[1]:.2f}")],
+                                  {n: f"`{n}`" for n in avg})
+                   + _differences({"`ens2_hn5`": data["rule"]["ens2_hn5"]},
+                                  {"`ens2_hn5`": rule_then},
+                                  lambda r: [(f"mean at w = {r[0]:g}", f"{r[1]:.2f}")]),
+                   "numbers, as rounded here")
+        was += (" Fit times are the rerun's, on a CPU shared with other jobs (the historical "
+                f"run, on a nearly idle machine, took {hist['rows']['shipped'][2]} s{DAGGER} for "
+                "the shipped recipe).")
+    heads = {1: "one head", 2: "two float16 heads"}.get(len(rows[cand][1]), "float16 heads")
     return [
         "### Second round (issue 3, 2026-11-22, 02:17-02:39 UTC): ensembles, hard negatives, "
         "shorter schedule", "",
         *wrap("`OMP_NUM_THREADS=2 nice -n 10 python scripts/train_dual_ensemble.py --variants "
-               "...` (now `xmodal reproduce dual --ensembles ...`) (dev split only; no test "
-               f"numbers were computed for these), machine nearly idle (load about "
-               f"{UNRECORDED['second_round_load']}{d}): one 60-epoch fit of the shipped recipe "
-               f"took {rows['shipped'][2]} s{d} and reproduced its dev numbers exactly. One run "
-               "per variant. Dev R@1 i2t / t2i and their mean; the last column is the best mean "
-               "over w in {0, 0.1, 0.2}:"), "",
+              "...` (now `xmodal reproduce dual --ensembles ...`) (dev split only; no test "
+              f"numbers were computed for these), {how}. One run per variant. Dev R@1 i2t / t2i "
+              "and their mean; the last column is the best mean over w in {0, 0.1, 0.2}:"), "",
         f"| variant | member best epochs{d} | fit (s){d} | dev w=0{d} | dev w=0.1{d} | "
         f"best mean{d} |", "|---|---|---|---|---|---|",
         *(f"| {label} | {', '.join(map(str, epochs))} | {fit} | {_pair(w0)} | {_pair(w1)} | "
           f"{best:.2f} |" for label, epochs, fit, w0, w1, best, _ in rows.values()),
-        "| averaged (not concatenated) embeddings, " + " / ".join(f"`{n}`" for n in avg)
-        + " | | | " + ", ".join(_pair(w0) for w0, _ in avg.values()) + " | | "
-        + ", ".join(f"{mean:.2f}" for _, mean in avg.values()) + " |", "",
+        "| averaged (not concatenated) embeddings, " + " / ".join(f"`{n}`" for n in shown)
+        + " | | | " + ", ".join(_pair(w0) for w0, _ in shown.values()) + " | | "
+        + ", ".join(f"{mean:.2f}" for _, mean in shown.values()) + " |", "",
+        *wrap(was.strip()), *([""] * bool(was)),
         *wrap("**Ensembles** (`TrainConfig.ensemble_size`, `dual_heads.EnsembleHeads`): K "
-               "heads trained with seeds 0..K-1, each with its own dev-selected epoch. The "
-               "members' spaces are not aligned, so averaging their embeddings (then "
-               f"renormalising) mixes unrelated coordinates and scored {min(below):.1f} to "
-               f"{max(below):.1f} points of dev mean R@1 *below* the single model; the ensemble "
-               "instead concatenates the unit member embeddings divided by sqrt(K) (its cosine "
-               "is the mean of the members' cosines), which gains "
-               f"{gain['ens2']:.1f} to {gain['ens3']:.1f}.", "- "),
+              "heads trained with seeds 0..K-1, each with its own dev-selected epoch. The "
+              "members' spaces are not aligned, so averaging their embeddings (then "
+              f"renormalising) mixes unrelated coordinates and scored {min(below):.1f} to "
+              f"{max(below):.1f} points of dev mean R@1 *below* the single model; the ensemble "
+              "instead concatenates the unit member embeddings divided by sqrt(K) (its cosine "
+              f"is the mean of the members' cosines), which gains {ens[0]:.1f} to {ens[1]:.1f} "
+              "(`ens2`, `ens3`).", "- "),
         *wrap("**Hard-negative weighting** (`TrainConfig.hard_negative_beta`): in both "
-               "directions of the InfoNCE loss the negatives are importance-weighted by exp(beta "
-               "* cos), normalised to mean 1 (beta = 0 is the plain loss). beta = 5: "
-               f"{gain['hn5']:+.2f} at w = {hn5[6]:g}, "
-               f"{'but worse' if worse else 'and no worse'} with the bridge (w = 0.1).", "- "),
-        *wrap(f"**Nothing was shipped.** {_word(len(ahead)).capitalize()} variants are at least "
-               "1 point of dev mean R@1 above the shipped model at their best w"
-               + (", both at w = 0 (no bridge)" if at_zero else "") + ", each from one run. "
-               f"`ens2_hn5` ({gain['ens2_hn5']:+.2f} at w = {ens2_hn5[6]:g}) would ship through "
-               "the training rule at w = 0.1 (the largest w within 1 point of its best), where "
-               f"it is {rule_mean:.2f}{d}, only {rule_mean - base:+.2f} over the shipped "
-               f"{base:.2f}; shipping it at w = 0 would drop the bridge that carries the ImageNet "
-               "classes for out-of-domain photos, and there was no time left in this session "
-               "(result at 02:39 UTC, deadline 03:00) to retrain through `xmodal train dual`, "
-               "re-measure the test protocols and the out-of-domain check. It is the first "
-               "candidate for the next round (`--variants ens2_hn5`; an estimated 7.5 MB as two "
-               f"float16 heads, not measured). `ens3` ({gain['ens3']:+.2f} at w = {ens3[6]:g}) "
-               "does not fit the constraints: three heads of this size are about "
-               f"{UNRECORDED['ens3_mb']} MB{d} in float16 (limit {LIMITS['mb']} MB), and three "
-               f"60-epoch fits take about {round(3 * fit_s / 60)} minutes at the earlier "
-               f"measured load ({fit_s} s{d} each; {LIMITS['budget_min']}-minute budget). The "
-               "shippable ensembles (two heads: an estimated 7.5 MB) gained "
-               f"{gain['ens2']:.2f} (`ens2`) and {gain['ens2_ep30']:.2f} (`ens2_ep30`), within "
-               f"seed noise: seeds 1 and 2 of the shipped recipe select epoch {ens3[1][1]}, not "
-               f"{ens3[1][0]}, so seed 0's dev score is partly luck. The code paths stay "
-               "(defaults off: `ensemble_size=1`, `hard_negative_beta=0`), so the shipped model "
-               "and `xmodal train dual` are unchanged.", "- "),
+              "directions of the InfoNCE loss the negatives are importance-weighted by exp(beta "
+              "* cos), normalised to mean 1 (beta = 0 is the plain loss). beta = 5: "
+              f"{gain['hn5']:+.2f} at w = {hn5[6]:g}, "
+              f"{'but worse' if worse else 'and no worse'} with the bridge (w = 0.1).", "- "),
+        *wrap(f"**Nothing was shipped.** {_word(len(ahead)).capitalize()} "
+              f"variant{'s are' if len(ahead) != 1 else ' is'} at least 1 point of dev mean R@1 "
+              f"above the shipped model at {'their' if len(ahead) != 1 else 'its'} best w"
+              f"{where}, each from one run. "
+              f"`{cand}` ({gain[cand]:+.2f} at w = {rows[cand][6]:g}) would ship through "
+              f"the training rule at w = {rule_w:g} (the largest w within 1 point of its best), "
+              f"where it is {rule_mean:.2f}{d}, only {rule_mean - base:+.2f} over the shipped "
+              f"{base:.2f}; shipping it at w = 0 would drop the bridge that carries the ImageNet "
+              "classes for out-of-domain photos, and there was no time left in this session "
+              "(result at 02:39 UTC, deadline 03:00) to retrain through `xmodal train dual`, "
+              "re-measure the test protocols and the out-of-domain check. It is the first "
+              f"candidate for the next round (`--ensembles {cand}`; an estimated "
+              f"{3.75 * len(rows[cand][1]):.1f} MB as {heads}, not measured). `ens3` "
+              f"({gain['ens3']:+.2f} at w = {ens3[6]:g}) does not fit the constraints: three "
+              f"heads of this size are about {UNRECORDED['ens3_mb']} MB{DAGGER} in float16 "
+              f"(limit {LIMITS['mb']} MB), and three 60-epoch fits take about "
+              f"{round(3 * fit_s / 60)} minutes at the earlier measured load ({fit_s} s{DAGGER} "
+              f"each; {LIMITS['budget_min']}-minute budget). The shippable ensembles (two heads: "
+              "an estimated 7.5 MB) gained "
+              + and_list(f"{gain[n]:.2f} (`{n}`)" for n in ("ens2", "ens2_ep30"))
+              + ", within seed noise: seeds 1 and 2 of the shipped recipe select epoch"
+              f"{'s' * (len(seeds) > 1)} {and_list(map(str, seeds))}, not {ens3[1][0]}, so seed "
+              "0's dev score is partly "
+              "luck. The code paths stay (defaults off: `ensemble_size=1`, "
+              "`hard_negative_beta=0`), so the shipped model and `xmodal train dual` are "
+              "unchanged.", "- "),
         "",
         *wrap("Not done, for lack of CPU time on a machine shared by about eight jobs (feature "
-               f"extraction ran at {lo} to {hi} images/s{d}): mirrored-image feature augmentation "
-               "(code path exists, `use_flip`; the mirrored features were not finished), "
-               "attention over the cells with the shipped dropout and schedule (with v2's it "
-               f"lost {lost:.1f} points of dev t2i R@1), wider heads (the size limit on the "
-               "shipped files also binds), and fine-tuning the top layers of either encoder. "
-               f"Those are the next things to try toward {GOALS['i2t_R@1']} / "
-               f"{GOALS['t2i_R@1']}."), "",
+              f"extraction ran at {lo} to {hi} images/s{DAGGER}): mirrored-image feature "
+              "augmentation (code path exists, `use_flip`; the mirrored features were not "
+              "finished), attention over the cells with the shipped dropout and schedule (with "
+              f"v2's it {'lost' if lost >= 0 else 'gained'} {abs(lost):.1f}{lost_mark} points of "
+              "dev t2i R@1), wider heads (the size limit on the shipped files also binds), and "
+              "fine-tuning the top layers of either encoder. Those are the next things to try "
+              f"toward {GOALS['i2t_R@1']} / {GOALS['t2i_R@1']}."), "",
     ]
 
 
