@@ -75,3 +75,18 @@ def test_images_of_the_bank_are_refused(tmp_path):
     check_disjoint(bank, [tmp_path / "c.jpg", str(tmp_path / "d.jpg")])
     with pytest.raises(XmodalError, match="1 of the images to score are in the querybank"):
         check_disjoint(bank, [tmp_path / "c.jpg", str(tmp_path / "b.jpg")])
+
+
+def test_a_weighted_row_counts_as_that_many_copies():
+    images, texts, bank_i, bank_t = _data(3)
+    copies = QuerybankNorm(5.0).fit(np.repeat(bank_i[:4], [1, 2, 3, 4], axis=0), bank_t[:3])
+    weighted = QuerybankNorm(5.0).fit(bank_i[:4], np.repeat(bank_t[:3], [2, 2, 5], axis=0),
+                                      image_log_weights=np.log([1, 2, 3, 4]))
+    np.testing.assert_allclose(weighted.text_offsets(texts), copies.text_offsets(texts),
+                               rtol=1e-6)
+    weighted.fit(bank_i, bank_t[:3], text_log_weights=np.log([2, 2, 5]))
+    copies.fit(bank_i, np.repeat(bank_t[:3], [2, 2, 5], axis=0))
+    np.testing.assert_allclose(weighted.image_offsets(images), copies.image_offsets(images),
+                               rtol=1e-6)
+    with pytest.raises(XmodalError, match="log-weights must be 3 finite numbers"):
+        QuerybankNorm().fit(bank_i, bank_t[:3], text_log_weights=np.zeros(2))

@@ -62,6 +62,8 @@ def eval_command(
       xmodal eval -p cc-heldout -m dual   # 1,000 held-out Conceptual Captions web images
 
       xmodal eval -p skimage-ood -m dual   # 13 sample photos among 1,000 Flickr8K distractors
+
+      xmodal eval -p flickr8k-5cap -m dual-qb   # + querybank of its training data (needs CC18k)
     """
     from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import evaluate, run_eval

@@ -292,6 +292,10 @@ def dual(
     finetune_from: Path = typer.Option(None, "--finetune-from", help="The stage-1 model the "
                                        "--finetune runs start from (the fourth round's shipped "
                                        "model; xmodal train dual --no-stage2 makes one)."),
+    querybank: str = typer.Option("", "--querybank", help="Sixth round: querybank "
+                                  "normalisation of the shipped model (dual-qb), one dev line "
+                                  "per beta, e.g. 10,20,30,40,50, plus smaller banks at the "
+                                  "best (dev only; needs CC18k)."),
     report_only: bool = typer.Option(False, "--report-only", help="Rewrite the tables and the "
                                      "report from the saved JSON (in --out) and stop."),
     data: Path = DATA,
@@ -319,6 +323,8 @@ def dual(
       xmodal reproduce dual --no-eval --ood '' --broader f8k,cc,cc_lite2_mpnet --models-dir m
 
       xmodal reproduce dual --no-eval --ood '' --finetune 0,3e-4 --finetune-from m/stage1
+
+      xmodal reproduce dual --ood dual,dual-qb --querybank 10,20,30,40,50
     """
     from xmodal.reproduce.dual import reproduce
     from xmodal.reproduce.dual_report import write_report
@@ -332,13 +338,15 @@ def dual(
                    max_train=None if max_train == 6000 else max_train, broader=broader,
                    finetune=finetune,
                    finetune_epochs=None if finetune_epochs == 6 else finetune_epochs,
-                   finetune_flip=None if finetune_flip == 0.5 else finetune_flip)
+                   finetune_flip=None if finetune_flip == 0.5 else finetune_flip,
+                   querybank=querybank)
     reproduce(not no_eval, tuple(_names(ood)), tuple(_names(variants)), tuple(_names(ensembles)),
               max_train, data, out, cmd, broader_names=tuple(_names(broader)),
               models_dir=models_dir, report=report,
               finetune_lrs=tuple(float(x) for x in _names(finetune)),
               finetune_epochs=finetune_epochs, finetune_flip=finetune_flip,
-              finetune_from=finetune_from)
+              finetune_from=finetune_from,
+              querybank_betas=tuple(float(x) for x in _names(querybank)))
     console.print(f"wrote {out / 'dual_encoder.json'} and dual_encoder_tables.md")
 
 

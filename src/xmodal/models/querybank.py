@@ -31,8 +31,12 @@ class QuerybankNorm:
         self.beta = beta
         self.chunk = chunk
 
-    def fit(self, bank_images: np.ndarray, bank_texts: np.ndarray) -> QuerybankNorm:
-        """Keep the bank (unit rows, in the same joint space as what will be scored)."""
+    def fit(self, bank_images: np.ndarray, bank_texts: np.ndarray,
+            image_log_weights: np.ndarray | None = None,
+            text_log_weights: np.ndarray | None = None) -> QuerybankNorm:
+        """Keep the bank (unit rows, in the same joint space as what will be scored). A row with
+        log-weight ``log n`` counts as ``n`` copies of itself (e.g. a k-means centre and the
+        size of its cluster)."""
         bank_images = np.asarray(bank_images, np.float32)
         bank_texts = np.asarray(bank_texts, np.float32)
         if bank_images.ndim != 2 or bank_texts.ndim != 2 or not len(bank_images) or not len(
@@ -45,10 +49,13 @@ class QuerybankNorm:
             raise XmodalError(f"beta must be positive, got {self.beta}")
         self.bank_images_ = bank_images
         self.bank_texts_ = bank_texts
+        self.log_weights_ = {"images": _weights(image_log_weights, len(bank_images)),
+                             "texts": _weights(text_log_weights, len(bank_texts))}
         return self
 
-    def _offsets(self, items: np.ndarray, bank: np.ndarray) -> np.ndarray:
+    def _offsets(self, items: np.ndarray, side: str) -> np.ndarray:
         """LSE over the bank of beta * similarity, divided by beta, for each item (in chunks)."""
+        bank, log_w = self._bank(side), self.log_weights_[side]
         items = np.asarray(items, np.float32)
         if items.shape[1:] != bank.shape[1:]:
             raise XmodalError(f"embeddings are {items.shape[1:]}-d but the bank is "
@@ -56,7 +63,7 @@ class QuerybankNorm:
         out = np.empty(len(items), np.float64)
         for s in range(0, len(items), self.chunk):
             sims = (items[s : s + self.chunk] @ bank.T).astype(np.float64)
-            out[s : s + self.chunk] = logsumexp(self.beta * sims, axis=1) / self.beta
+            out[s : s + self.chunk] = logsumexp(self.beta * sims + log_w, axis=1) / self.beta
         return out
 
     def _bank(self, side: str) -> np.ndarray:
@@ -66,14 +73,23 @@ class QuerybankNorm:
 
     def text_offsets(self, text_emb: np.ndarray) -> np.ndarray:
         """Each caption's mass over the bank images (reorders image -> text rankings)."""
-        return self._offsets(text_emb, self._bank("images"))
+        return self._offsets(text_emb, "images")
 
     def image_offsets(self, image_emb: np.ndarray) -> np.ndarray:
         """Each image's mass over the bank captions (reorders text -> image rankings)."""
-        return self._offsets(image_emb, self._bank("texts"))
+        return self._offsets(image_emb, "texts")
 
     def normalize(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:
         """S'[n_images, n_texts]: cosines minus both offsets (higher = better match)."""
         S = np.asarray(image_emb, np.float32) @ np.asarray(text_emb, np.float32).T
         return (S - self.image_offsets(image_emb)[:, None]
                 - self.text_offsets(text_emb)[None, :]).astype(np.float32)
+
+
+def _weights(log_weights: np.ndarray | None, n: int) -> np.ndarray:
+    if log_weights is None:
+        return np.zeros(n)
+    log_weights = np.asarray(log_weights, np.float64)
+    if log_weights.shape != (n,) or not np.isfinite(log_weights).all():
+        raise XmodalError(f"log-weights must be {n} finite numbers, one per bank row")
+    return log_weights

@@ -21,6 +21,8 @@ from xmodal.errors import XmodalError
 # selected on Flickr8K dev + CC dev (reports/dual_encoder.md, sixth round)
 QUERYBANK_BETA = 30.0
 BETAS = (10.0, 20.0, 30.0, 40.0, 50.0)
+SUBSET_SIZES = (1000, 4000)
+KMEANS_SIZES = (128, 512)
 
 
 _BANKS: dict[tuple, tuple] = {}
@@ -74,10 +76,12 @@ def check_disjoint(bank_paths: list[Path], paths: list) -> None:
                           "dev or test images")
 
 
-def select_beta(model, betas=BETAS, data=None, cc_path=None, log=print) -> dict:
+def select_beta(model, betas=BETAS, data=None, cc_path=None, alternatives: bool = True,
+                log=print) -> dict:
     """Dev-only choice of ``beta``: every value's R@K on Flickr8K dev (1,000 x 5,000) and CC dev
     (1,000 x 1,000), scored as training selects (mean over the two splits of mean R@1), with
-    the plain cosines (``beta`` None) first. The bank is the training split only."""
+    the plain cosines (``beta`` None) first. The bank is the training split only. With
+    ``alternatives``, also the smaller banks of :func:`smaller_banks` at the chosen ``beta``."""
     import time
 
     from xmodal.models.dual_train import recall_5cap_scores
@@ -93,9 +97,8 @@ def select_beta(model, betas=BETAS, data=None, cc_path=None, log=print) -> dict:
         ids = _dev_items(data, cc_path, split)
         img_rows = {i: k for k, i in enumerate(dict.fromkeys(i for i, _ in ids))}
         splits[split] = (img_rows, ids)
-    lines = []
-    for beta in (None, *betas):
-        qb = None if beta is None else QuerybankNorm(beta).fit(bank_images, bank_texts)
+
+    def dev_line(qb, **what) -> dict:
         res, offset_i, offset_t = {}, 0, 0
         for split, (img_rows, ids) in splits.items():
             ei = dev_images[offset_i : offset_i + len(img_rows)]
@@ -104,11 +107,43 @@ def select_beta(model, betas=BETAS, data=None, cc_path=None, log=print) -> dict:
             S = ei @ et.T if qb is None else qb.normalize(ei, et)
             res[split] = recall_5cap_scores(S, np.array([img_rows[i] for i, _ in ids]))
         score = float(np.mean([0.5 * (r["i2t_R@1"] + r["t2i_R@1"]) for r in res.values()]))
-        lines.append({"beta": beta, "score": round(score, 3), "dev": res})
-        log(f"beta {beta}: dev score {score:.3f}")
+        log(f"{what}: dev score {score:.3f}")
+        return {**what, "score": round(score, 3), "dev": res}
+
+    lines = [dev_line(None if beta is None else QuerybankNorm(beta).fit(bank_images, bank_texts),
+                      beta=beta) for beta in (None, *betas)]
     best = max((v for v in lines if v["beta"] is not None), key=lambda v: v["score"])
-    return {"lines": lines, "beta": best["beta"], "bank_images": len(bank_images),
-            "bank_captions": len(bank_texts), "time_s": round(time.time() - t0)}
+    out = {"lines": lines, "beta": best["beta"], "bank_images": len(bank_images),
+           "bank_captions": len(bank_texts), "dim": int(bank_images.shape[1])}
+    if alternatives:
+        out["alternatives"] = [
+            dev_line(QuerybankNorm(best["beta"]).fit(*bank), bank=name)
+            for name, bank in smaller_banks(model, bank_images, bank_texts, log)]
+    return {**out, "time_s": round(time.time() - t0)}
+
+
+def smaller_banks(model, bank_images: np.ndarray, bank_texts: np.ndarray, log=print):
+    """Banks that would fit beside the model's files, to compare with the whole training set:
+    random subsets, k-means centres weighted by their cluster sizes (seeded), and the 1,000
+    ImageNet class-name prompts the model ships as a caption bank."""
+    from sklearn.cluster import KMeans
+
+    from xmodal.models.dual import class_name_embeddings
+
+    rng = np.random.default_rng(0)
+    for n in SUBSET_SIZES:
+        yield f"random {n:,} images and {n:,} captions", (
+            bank_images[rng.choice(len(bank_images), n, replace=False)],
+            bank_texts[rng.choice(len(bank_texts), n, replace=False)])
+    for k in KMEANS_SIZES:
+        log(f"k-means, {k} centres per side")
+        fits = [KMeans(k, n_init=1, random_state=0).fit(x) for x in (bank_images, bank_texts)]
+        yield f"k-means: {k} image and {k} caption centres, weighted by cluster size", (
+            fits[0].cluster_centers_, fits[1].cluster_centers_,
+            *(np.log(np.bincount(f.labels_, minlength=k)) for f in fits))
+    classes = model.embed_text_features(class_name_embeddings(encoder=model.text_encoder))
+    yield "all training images; the 1,000 class-name prompts as the caption bank", (
+        bank_images, classes)
 
 
 def _dev_items(data, cc_path, split: str) -> list[tuple[str, str]]:
