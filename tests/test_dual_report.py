@@ -384,3 +384,17 @@ def test_sixth_round_renders_from_the_json_and_follows_the_numbers():
     assert "NOTE: the registered `dual-qb` uses beta 30, not this one" in md
     assert "`random 10 images and 10 captions` matches or beats the whole training set" in md
     assert "so `dual-qb` does not meet the goal" in md
+
+
+def test_earlier_models_rows_come_from_the_json_when_recorded():
+    res, extra = _synthetic()
+    md = _flat(report_markdown(res, extra))
+    assert "previous default (Lite0 + MiniLM, Flickr8K only; issue 3)† | 25.4 |" in md
+    res["previous"] = {
+        key: {"commit": "abc1234", "test": {p: _directions(r1, 0.6) for p in PROTOCOLS}}
+        for key, r1 in (("previous_test", 0.11), ("third_test", 0.22), ("fourth_test", 0.33))}
+    md = _flat(report_markdown(res, extra))
+    assert "| previous default (Lite0 + MiniLM, Flickr8K only; issue 3) | 11.0 |" in md
+    assert "| third round's shipped model (`cc_lite2_mpnet_ens2`) | 22.0 |" in md
+    assert "stage 1 alone) | 33.0 |" in md
+    assert "and the earlier default models' test results" not in md

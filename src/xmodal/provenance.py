@@ -22,6 +22,25 @@ def git_commit(short: bool = True) -> str:
         return "unknown"
 
 
+def files_at(commit: str, path: str, dest: str | Path) -> Path:
+    """Extract ``path`` (a folder of this repository) as it was at ``commit`` into ``dest``;
+    returns ``dest/path``. Needs the git checkout (e.g. an earlier default model's files)."""
+    import io
+    import tarfile
+
+    from xmodal.errors import XmodalError
+
+    try:
+        blob = subprocess.run(["git", "archive", commit, path], cwd=_REPO, capture_output=True,
+                              check=True).stdout
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise XmodalError(f"cannot read {path} at commit {commit} (needs the git checkout of "
+                          f"xmodal): {exc}") from exc
+    with tarfile.open(fileobj=io.BytesIO(blob)) as tar:
+        tar.extractall(dest, filter="data")
+    return Path(dest) / path
+
+
 def provenance(**extra) -> dict:
     """``{"xmodal": version, "git_commit": ...}`` plus ``extra`` (e.g. the setting's name)."""
     from xmodal import __version__

@@ -296,6 +296,9 @@ def dual(
                                   "normalisation of the shipped model (dual-qb), one dev line "
                                   "per beta, e.g. 10,20,30,40,50, plus smaller banks at the "
                                   "best (dev only; needs CC18k)."),
+    previous: bool = typer.Option(False, "--previous", help="Also score the earlier default "
+                                  "models on the test protocols, from their files in the git "
+                                  "history (the comparison rows of the test tables)."),
     report_only: bool = typer.Option(False, "--report-only", help="Rewrite the tables and the "
                                      "report from the saved JSON (in --out) and stop."),
     data: Path = DATA,
@@ -325,6 +328,8 @@ def dual(
       xmodal reproduce dual --no-eval --ood '' --finetune 0,3e-4 --finetune-from m/stage1
 
       xmodal reproduce dual --ood dual,dual-qb --querybank 10,20,30,40,50
+
+      xmodal reproduce dual --no-eval --ood '' --previous
     """
     from xmodal.reproduce.dual import reproduce
     from xmodal.reproduce.dual_report import write_report
@@ -339,14 +344,14 @@ def dual(
                    finetune=finetune,
                    finetune_epochs=None if finetune_epochs == 6 else finetune_epochs,
                    finetune_flip=None if finetune_flip == 0.5 else finetune_flip,
-                   querybank=querybank)
+                   querybank=querybank, previous=previous)
     reproduce(not no_eval, tuple(_names(ood)), tuple(_names(variants)), tuple(_names(ensembles)),
               max_train, data, out, cmd, broader_names=tuple(_names(broader)),
               models_dir=models_dir, report=report,
               finetune_lrs=tuple(float(x) for x in _names(finetune)),
               finetune_epochs=finetune_epochs, finetune_flip=finetune_flip,
               finetune_from=finetune_from,
-              querybank_betas=tuple(float(x) for x in _names(querybank)))
+              querybank_betas=tuple(float(x) for x in _names(querybank)), previous=previous)
     console.print(f"wrote {out / 'dual_encoder.json'} and dual_encoder_tables.md")
 
 

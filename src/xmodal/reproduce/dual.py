@@ -21,6 +21,14 @@ from xmodal.data.skimage_samples import QUERIES, sample_photos  # noqa: F401 (re
 from xmodal.reproduce.output import log
 
 MODELS = ("dual", "dual-qb", "efficientnet-minilm-zeroshot")
+# earlier default models (their files at the commit that shipped them) and the protocols the
+# report compares them on: the previous default (issue 3), the third round's and the fourth
+# round's shipped models
+PREVIOUS = {
+    "previous_test": ("070e029", ("flickr8k-5cap", "flickr8k-hodosh", "flickr8k-hodosh-crowd")),
+    "third_test": ("95519b3", ("flickr8k-5cap", "cc-heldout")),
+    "fourth_test": ("c0779cd", ("flickr8k-5cap", "cc-heldout")),
+}
 # models whose scorer needs Conceptual Captions 18k (skipped, like CC_PROTOCOLS, without it)
 CC_MODELS = ("dual-qb",)
 PROTOCOLS = ("flickr8k-5cap", "flickr8k-hodosh", "flickr8k-hodosh-crowd")
@@ -87,6 +95,34 @@ def evaluate_models(models=MODELS, protocols=PROTOCOLS, data=None) -> dict:
                 continue
             out.setdefault(p, {})[m] = rep["directions"]
             log(f"{p} / {m}: {rep['directions']}")
+    return out
+
+
+def previous_models(keys=tuple(PREVIOUS), data=None) -> dict:
+    """``{key: {"commit", "test": {protocol: {direction: metrics}}}}``: the earlier default
+    models of :data:`PREVIOUS`, loaded from their files at the commit that shipped them and
+    scored as ``xmodal eval -m DIR`` scores a saved model."""
+    import tempfile
+
+    from xmodal.eval.protocols import get_protocol
+    from xmodal.eval.runner import run_eval
+    from xmodal.models.dual import DualEncoder
+    from xmodal.provenance import files_at
+    from xmodal.recipes.flickr8k import embedding_scorer
+
+    out = {}
+    for key in keys:
+        commit, protocols = PREVIOUS[key]
+        with tempfile.TemporaryDirectory() as tmp:
+            model = DualEncoder.load(files_at(commit, "src/xmodal/assets/dual", tmp))
+        scorer = embedding_scorer(model)
+        test = {}
+        for p in protocols:
+            rep = run_eval(get_protocol(p, data), scorer, model=key, with_curves=False)
+            test[p] = rep["directions"]
+            log(f"{key} ({commit}) / {p}: R@1 {rep['directions']['i2t'].get('R@1')} / "
+                f"{rep['directions']['t2i'].get('R@1')}")
+        out[key] = {"commit": commit, "test": test}
     return out
 
 
@@ -234,7 +270,8 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
               max_train: int = 6000, data=None, out=None,
               command: str = "xmodal reproduce dual", broader_names=(), models_dir=None,
               report: Path | None = None, finetune_lrs=(), finetune_epochs: int = 6,
-              finetune_flip: float = 0.5, finetune_from=None, querybank_betas=()) -> dict:
+              finetune_flip: float = 0.5, finetune_from=None, querybank_betas=(),
+              previous: bool = False) -> dict:
     """Run the requested parts, merge them into ``dual_encoder.json`` (parts not rerun are
     kept), write the tables to ``dual_encoder_tables.md`` beside it and, unless ``report`` is
     None, the report (logged and skipped when the results it cites are not beside it)."""
@@ -280,6 +317,8 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
             if models_dir is not None:
                 model.save(Path(models_dir) / f"finetune_{lr:g}_flip{finetune_flip:g}")
         res["finetune"] = [done[k] for k in sorted(done)]
+    if previous:
+        res["previous"] = {**previous_models(data=data), "run": stamp(command)}
     if querybank_betas:  # dev only; the test numbers of dual-qb come with the test tables
         from xmodal.models.dual import load_embedding_model
         from xmodal.recipes.querybank import select_beta
