@@ -31,6 +31,9 @@ class QuerybankNorm:
         self.beta = beta
         self.chunk = chunk
 
+    def get_params(self) -> dict:
+        return {"beta": self.beta, "chunk": self.chunk}
+
     def fit(self, bank_images: np.ndarray, bank_texts: np.ndarray,
             image_log_weights: np.ndarray | None = None,
             text_log_weights: np.ndarray | None = None) -> QuerybankNorm:
