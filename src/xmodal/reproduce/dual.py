@@ -114,7 +114,9 @@ def previous_models(keys=tuple(PREVIOUS), data=None) -> dict:
     for key in keys:
         commit, protocols = PREVIOUS[key]
         with tempfile.TemporaryDirectory() as tmp:
-            model = DualEncoder.load(files_at(commit, "src/xmodal/assets/dual", tmp))
+            folder = files_at(commit, "src/xmodal/assets/dual", tmp)
+            model = DualEncoder.load(folder)
+            mb = sum(f.stat().st_size for f in folder.iterdir()) / 1e6
         scorer = embedding_scorer(model)
         test = {}
         for p in protocols:
@@ -122,7 +124,7 @@ def previous_models(keys=tuple(PREVIOUS), data=None) -> dict:
             test[p] = rep["directions"]
             log(f"{key} ({commit}) / {p}: R@1 {rep['directions']['i2t'].get('R@1')} / "
                 f"{rep['directions']['t2i'].get('R@1')}")
-        out[key] = {"commit": commit, "test": test}
+        out[key] = {"commit": commit, "model_mb": round(mb, 2), "test": test}
     return out
 
 

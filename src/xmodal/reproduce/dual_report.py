@@ -651,7 +651,7 @@ def _third(res: dict, variants: dict, extra: dict) -> list[str]:
                f"{_score(v[LITE2]) - _score(v[LITE0]):+.1f} selection score). It costs indexing "
                f"throughput: {_about(ratio)} of Lite0's (below, \"Speed\").", "- "),
         *wrap(f"**Two heads** (`ensemble_size=2`): {two - one:+.1f} selection score over one, "
-               f"{UNRECORDED['model_mb']} MB{DAGGER} in float16 (limit {SIZE_LIMIT_MB} MB). A "
+               f"{_third_mb(res)} in float16 (limit {SIZE_LIMIT_MB} MB). A "
                f"wider head (1,024 hidden) {'helped' if wide > one else 'did not help'} "
                f"({wide:.2f} vs {one:.2f}).", "- "),
         *(wrap("Not tried, for lack of CPU on a 2-core machine shared with three other jobs: "
@@ -905,6 +905,14 @@ def _recipe(name: str, res: dict) -> str:
     words += ["mirrored images"] * bool(over.get("use_flip"))
     words += ["hard negatives"] * bool(over.get("hard_negative_beta"))
     return ", ".join(words)
+
+
+def _third_mb(res: dict) -> str:
+    """The third round's shipped model files in MB: measured by ``--previous``, else historical."""
+    third = res.get("previous", {}).get("third_test", {})
+    if "model_mb" in third:
+        return f"{third['model_mb']:.1f} MB"
+    return f"{UNRECORDED['model_mb']} MB{DAGGER}"
 
 
 def _model_mb() -> float:
