@@ -226,6 +226,12 @@ def test_fifth_round_renders_from_the_json_and_its_verdict_follows_the_numbers()
     md = _flat(report_markdown(res, extra))
     assert ("gains +2.00 selection score, more than the control's epoch-to-epoch spread (0.30). "
             "Not shipped.") in md
+    res["finetune"].append(_stage2(3e-4, start + 1.0))  # the shipped rate, below a later run
+    md = _flat(report_markdown(res, extra))
+    assert ("The best run (head conv lr 0.001) gains +2.00 selection score, more than the "
+            "control's epoch-to-epoch spread (0.30). It was run after lr 0.0003 (selection score "
+            f"{start + 1.0:.2f}) had shipped and been measured on test, and is the next "
+            "candidate, not shipped. **Shipped** as the default model: head conv lr 0.0003") in md
 
 
 # -- the first and second rounds (issue 3): rerun by --variants / --ensembles ---------------------

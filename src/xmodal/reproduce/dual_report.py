@@ -746,19 +746,28 @@ def _fifth(res: dict, variants: dict, extra: dict) -> list[str]:
     gain = round(_score(best), 2) - start
     epochs = [h["dev_score"] for v in controls for h in v["history"]]
     spread = max(epochs) - min(epochs) if epochs else 0.0
-    shipped = best["top_lr"] == SHIPPED_STAGE2["top_lr"]
-    verdict = (f"The best run (head conv lr {best['top_lr']:g}) gains {gain:+.2f} selection "
-               f"score, more than the control's epoch-to-epoch spread ({spread:.2f}). "
-               + (f"**Shipped** as the default model (stage 1 `{SHIPPED}`, then this stage 2: "
-                  "`xmodal train dual` runs both; `SHIPPED_STAGE2` in "
-                  "`xmodal.models.dual_finetune`). Its test numbers above are the second look at "
-                  "the test split in issue 17 (the first was stage 1's), taken once, after the "
-                  f"choice. {_stage2_on_test(res)} {_stage2_speed(extra)}" if shipped
-                  else "Not shipped.")
-               if best["top_lr"] > 0 and gain > spread else
-               f"No stage-2 run beats the start by more than the control's "
-               f"epoch-to-epoch spread of the dev score ({spread:.2f}; best run "
-               f"{round(_score(best), 2):.2f}, {gain:+.2f}), so the default stays `{SHIPPED}`.")
+    ship = next((v for v in runs if v["top_lr"] == SHIPPED_STAGE2["top_lr"]), None)
+    ship_text = (f"**Shipped** as the default model: head conv lr {SHIPPED_STAGE2['top_lr']:g} "
+                 f"(stage 1 `{SHIPPED}`, then this stage 2: `xmodal train dual` runs both; "
+                 "`SHIPPED_STAGE2` in `xmodal.models.dual_finetune`). Its test numbers above are "
+                 "the second look at the test split in issue 17 (the first was stage 1's), taken "
+                 f"once, after the choice. {_stage2_on_test(res)} {_stage2_speed(extra)}")
+    if best["top_lr"] > 0 and gain > spread:
+        verdict = (f"The best run (head conv lr {best['top_lr']:g}) gains {gain:+.2f} selection "
+                   f"score, more than the control's epoch-to-epoch spread ({spread:.2f}). ")
+        if best is ship:
+            verdict += ship_text
+        elif ship is not None:
+            verdict += (f"It was run after lr {ship['top_lr']:g} (selection score "
+                        f"{_score(ship):.2f}) had shipped and been measured on test, and is the "
+                        "next candidate, not shipped. " + ship_text)
+        else:
+            verdict += "Not shipped."
+    else:
+        verdict = (f"No stage-2 run beats the start by more than the control's "
+                   f"epoch-to-epoch spread of the dev score ({spread:.2f}; best run "
+                   f"{round(_score(best), 2):.2f}, {gain:+.2f}), so the default stays "
+                   f"`{SHIPPED}`.")
     lines += ["", *wrap(verdict), "",
               *wrap("Not tried in the time left: tuning deeper layers. A training step of the head "
                     "conv runs at "
