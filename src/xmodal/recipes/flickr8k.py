@@ -148,13 +148,8 @@ def _dual_qb_scorer(setting: Setting, protocol_name: str):
     model = load_embedding_model(spec)
 
     def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
-        ds = protocol.dataset
-        if ds is None or not hasattr(ds, "image_path"):
-            raise XmodalError(
-                f"protocol {protocol.name!r} has no image files; embedding models need images"
-            )
+        paths = _image_paths(protocol, direction)
         bank_images, bank_texts, bank_paths = training_bank(model, cache_key=spec)
-        paths = [ds.image_path(i) for i in direction.image_ids]
         check_disjoint(bank_paths, paths)
         qb = QuerybankNorm(**setting.params).fit(bank_images, bank_texts)
         return qb.normalize(model.embed_images(paths), model.embed_texts(list(direction.texts)))
@@ -166,15 +161,19 @@ def embedding_scorer(model: Any, path: Any = None, protocol_name: str = ""):
     """A scorer for any joint-space model (dual encoder, open_clip) on a protocol with images."""
 
     def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
-        ds = protocol.dataset
-        if ds is None or not hasattr(ds, "image_path"):
-            raise XmodalError(
-                f"protocol {protocol.name!r} has no image files; embedding models need images"
-            )
-        paths = [ds.image_path(i) for i in direction.image_ids]
-        return model.score(paths, list(direction.texts))
+        return model.score(_image_paths(protocol, direction), list(direction.texts))
 
     return scorer
+
+
+def _image_paths(protocol, direction) -> list:
+    """The image files of a direction (embedding models read pixels)."""
+    ds = protocol.dataset
+    if ds is None or not hasattr(ds, "image_path"):
+        raise XmodalError(
+            f"protocol {protocol.name!r} has no image files; embedding models need images"
+        )
+    return [ds.image_path(i) for i in direction.image_ids]
 
 
 def tagger_caption_scores(tagger: Any, paths: list, texts: list[str]) -> np.ndarray:
@@ -271,8 +270,9 @@ SETTINGS = [
             frozen(dim=256, hidden=512, dropout=0.4, bridge_weight=0.1, bridge_temperature=1.0,
                    image_input="pooled+bridge", image_backbone="lite2", text_encoder="mpnet"),
             "EfficientNet-Lite2 activations below its head conv + ImageNet-class bridge; "
-            "MPNet sentence embeddings", "the shipped model (xmodal/assets/dual, `xmodal train dual`): three heads "
-            "trained on Flickr8K + Conceptual Captions 18k train with mirrored images and "
+            "MPNet sentence embeddings",
+            "the shipped model (xmodal/assets/dual, `xmodal train dual`): three heads trained "
+            "on Flickr8K + Conceptual Captions 18k train with mirrored images and "
             "hard negatives (stage 1), then EfficientNet-Lite2's head conv tuned with them "
             "(stage 2); variant, epochs and bridge weight selected on Flickr8K dev + CC dev "
             "(reports/dual_encoder.md, fourth and fifth rounds)",

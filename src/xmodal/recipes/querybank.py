@@ -93,7 +93,7 @@ def select_beta(model, betas=BETAS, data=None, cc_path=None, alternatives: bool 
     log(f"bank: {len(bank_images):,} images, {len(bank_texts):,} captions "
         f"({time.time() - t0:.0f} s)")
     splits = {}
-    for split, prefix in (("dev", ""), ("cc_dev", "cc:")):
+    for split in ("dev", "cc_dev"):
         ids = _dev_items(data, cc_path, split)
         img_rows = {i: k for k, i in enumerate(dict.fromkeys(i for i, _ in ids))}
         splits[split] = (img_rows, ids)
