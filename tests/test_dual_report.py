@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from xmodal.models.dual_finetune import SHIPPED_STAGE2
 from xmodal.reproduce.dual_broader import BROADER
 from xmodal.reproduce.dual_report import (
     EXTRA,
@@ -118,7 +119,8 @@ def test_changed_numbers_are_rendered_and_goals_follow_them():
     md = _flat(report_markdown(res, extra))
     heads = BROADER[SHIPPED][0]["ensemble_size"]
     assert (f"| **dual (shipped: Lite2 + MPNet, F8K + CC, {heads} heads, mirrored images, hard "
-            "negatives, head conv tuned)** | **30.0** | 50.0 | 70.0 |") in md
+            f"negatives, head conv tuned at lr {SHIPPED_STAGE2['top_lr']:g})** | **30.0** | 50.0 "
+            "| 70.0 |") in md
     assert "image->text does not: 30.0 against 35" in md
     assert "t2i R@10 is 70.0 = **2.00x** (goal: >= 2x, met)" in md
     assert "Goal met (>= 9 first, >= 11 in the top 5)." in md
@@ -215,23 +217,85 @@ def test_fifth_round_renders_from_the_json_and_its_verdict_follows_the_numbers()
     assert "conv runs at 260 images/s on this CPU (87 s an epoch" in md
     assert "`python -m benchmarks.finetune_cost`" in md
 
-    res["finetune"][1] = _stage2(3e-4, start + 2.0)
+    lr, other = SHIPPED_STAGE2["top_lr"], 3e-3  # the shipped rate and one that never shipped
+    res["finetune"][1] = _stage2(lr, start + 2.0)
     md = _flat(report_markdown(res, extra))
-    assert ("The best run (head conv lr 0.0003) gains +2.00 selection score, more than the "
+    assert (f"The best run (head conv lr {lr:g}) gains +2.00 selection score, more than the "
             "control's epoch-to-epoch spread (0.30). **Shipped** as the default model") in md
     assert ("On test, stage 2 against stage 1 alone: `flickr8k-5cap` R@1 30.0 / 30.0 against "
             "34.6") in md
+    assert "the second look at the test split in issue 17 (the first was stage 1's)" in md
     assert "end to end runs at 0.93x stage 1's speed (13.0 images/s" in md
-    res["finetune"][1] = _stage2(1e-3, start + 2.0)
+    res["finetune"][1] = _stage2(other, start + 2.0)
     md = _flat(report_markdown(res, extra))
     assert ("gains +2.00 selection score, more than the control's epoch-to-epoch spread (0.30). "
             "Not shipped.") in md
-    res["finetune"].append(_stage2(3e-4, start + 1.0))  # the shipped rate, below a later run
+    res["finetune"].append(_stage2(lr, start + 1.0))  # the shipped rate, below a later run
     md = _flat(report_markdown(res, extra))
-    assert ("The best run (head conv lr 0.001) gains +2.00 selection score, more than the "
-            "control's epoch-to-epoch spread (0.30). It was run after lr 0.0003 (selection score "
-            f"{start + 1.0:.2f}) had shipped and been measured on test, and is the next "
-            "candidate, not shipped. **Shipped** as the default model: head conv lr 0.0003") in md
+    assert (f"The best run (head conv lr {other:g}) gains +2.00 selection score, more than the "
+            f"control's epoch-to-epoch spread (0.30). It was run after lr {lr:g} (selection "
+            f"score {start + 1.0:.2f}) had shipped and been measured on test, and is the next "
+            f"candidate, not shipped. **Shipped** as the default model: head conv lr {lr:g}") in md
+
+
+def test_a_replaced_stage2_default_keeps_its_rows_and_the_looks_are_counted():
+    """The first stage 2 (lr 3e-4) shipped, then a better dev run replaced it: its test rows and
+    OOD check come from ``--previous``, and the verdict says which look at test this is."""
+    from xmodal.reproduce.dual_report import FIRST_STAGE2_LR
+
+    lr = SHIPPED_STAGE2["top_lr"]
+    if lr == FIRST_STAGE2_LR:
+        pytest.skip("the first stage-2 model is the shipped one")
+    res, extra = _synthetic()
+    shipped = next(v for v in res["broader"] if v["variant"] == SHIPPED)
+    start = shipped["dev"]["dev"]["i2t_R@1"]
+    res["finetune"] = [_stage2(0.0, start + 0.1), _stage2(FIRST_STAGE2_LR, start + 1.0),
+                       _stage2(lr, start + 2.0)]
+    res["finetune"][2]["w"] = 0.0
+    md = _flat(report_markdown(res, extra))
+    assert "fifth round's first shipped model" not in md  # not recorded: no row, no sentence
+    assert "the second look at the test split" in md
+    ood = {"with_flickr8k_test_distractors": {"astronaut": 1, "moon": 4, "page": 9},
+           "top1_with_distractors": "1/3", "top5_with_distractors": "2/3"}
+    res["previous"] = {"fifth_test": {"commit": "6902948", "test": {
+        "flickr8k-5cap": _directions(0.25, 0.6), "cc-heldout": _directions(0.27, 0.65),
+        "skimage-ood": ood}}}
+    md = _flat(report_markdown(res, extra))
+    assert (f"| fifth round's first shipped model (head conv lr {FIRST_STAGE2_LR:g}) | 25.0 |"
+            in md)
+    assert (f"| fifth round's first shipped model (head conv lr {FIRST_STAGE2_LR:g}) | 27.0 |"
+            in md)
+    assert (f"It was run after lr {FIRST_STAGE2_LR:g} (selection score {start + 1.0:.2f}) had "
+            "shipped and been measured on test (commit `6902948`), and replaced it. **Shipped** "
+            f"as the default model: head conv lr {lr:g}") in md
+    assert "It chose bridge weight 0, so the final embeddings are the heads' alone" in md
+    assert "the fourth look at the test split in issue 17 (after stage 1's" in md
+    assert (f"Against the first stage 2 (lr {FIRST_STAGE2_LR:g}): `flickr8k-5cap` R@1 25.0 / "
+            "25.0, `cc-heldout` R@1 27.0 / 27.0, t2i R@10 65.0.") in md
+    assert (f"The fifth round's first shipped model (head conv lr {FIRST_STAGE2_LR:g}, bridge "
+            "weight 0.1) put 1 of 3 first and 2 in the top 5") in md
+    assert "(epoch 2, `w = 0`)" in md
+    assert "1,536-d, unit length (with `w = 0` after stage 2: the heads' 768-d alone)" in md
+
+
+def test_the_train_cli_run_is_quoted_from_the_json_when_recorded():
+    res, extra = _synthetic()
+    shipped = next(v for v in res["broader"] if v["variant"] == SHIPPED)
+    start = shipped["dev"]["dev"]["i2t_R@1"]
+    lr = SHIPPED_STAGE2["top_lr"]
+    res["finetune"] = [_stage2(0.0, start + 0.1), _stage2(lr, start + 2.0)]
+    rec = {"wall_s": 777, "load_avg_1min_at_end": 2.4, "max_abs_diff": 0.0, "best_epoch": 2,
+           "w": 0.1, "score": start + 2.0, "top_lr": lr, "run": RUN}
+    res["train_cli_stage2"] = rec
+    md = _flat(report_markdown(res, extra))
+    assert ("`xmodal reproduce dual --train-cli` at `0123456`, 2030-01-01; load average about "
+            "2): 777 s. It chose the same epoch (2) and bridge weight (0.1), with selection "
+            f"score {start + 2.0:.2f} against the shipped run's {start + 2.0:.2f}; its arrays "
+            "equal the shipped ones exactly.") in md
+    res["train_cli_stage2"] = {**rec, "best_epoch": 4, "max_abs_diff": 0.02}
+    md = _flat(report_markdown(res, extra))
+    assert "It chose a different epoch (4) and bridge weight (0.1)" in md
+    assert "its float16 arrays differ from the shipped ones by up to 0.02 (the head conv's" in md
 
 
 # -- the first and second rounds (issue 3): rerun by --variants / --ensembles ---------------------
@@ -390,6 +454,7 @@ def test_sixth_round_renders_from_the_json_and_follows_the_numbers():
     assert "NOTE: the registered `dual-qb` uses beta 30, not this one" in md
     assert "`random 10 images and 10 captions` matches or beats the whole training set" in md
     assert "so `dual-qb` does not meet the goal" in md
+    assert "(the third look at the test split in issue 17)" in md
 
 
 def test_earlier_models_rows_come_from_the_json_when_recorded():

@@ -13,13 +13,19 @@ _REPO = Path(__file__).resolve().parents[2]
 
 
 def git_commit(short: bool = True) -> str:
-    """The commit of the checkout the package runs from, ``"unknown"`` outside a git checkout."""
+    """The commit of the checkout the package runs from, ``"unknown"`` outside a git checkout;
+    ``"+dirty"`` is appended when tracked files under ``src/`` differ from it (the code or the
+    shipped models that ran are not the commit's)."""
     cmd = ["git", "rev-parse", "--short", "HEAD"] if short else ["git", "rev-parse", "HEAD"]
     try:
-        return subprocess.run(cmd, cwd=_REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        commit = subprocess.run(cmd, cwd=_REPO, capture_output=True, text=True,
+                                check=True).stdout.strip()
+        changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                                  "src"], cwd=_REPO, capture_output=True, text=True,
+                                 check=True).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
+    return commit + ("+dirty" if changed else "")
 
 
 def files_at(commit: str, path: str, dest: str | Path) -> Path:

@@ -299,6 +299,10 @@ def dual(
     previous: bool = typer.Option(False, "--previous", help="Also score the earlier default "
                                   "models on the test protocols, from their files in the git "
                                   "history (the comparison rows of the test tables)."),
+    train_cli: Path = typer.Option(None, "--train-cli", help="Also run `xmodal train dual "
+                                   "--stage2-from STAGE1` (stage 2 of the shipped recipe, from "
+                                   "this stage-1 model) and record its time and how far its "
+                                   "arrays are from the shipped ones."),
     report_only: bool = typer.Option(False, "--report-only", help="Rewrite the tables and the "
                                      "report from the saved JSON (in --out) and stop."),
     data: Path = DATA,
@@ -330,6 +334,8 @@ def dual(
       xmodal reproduce dual --ood dual,dual-qb --querybank 10,20,30,40,50
 
       xmodal reproduce dual --no-eval --ood '' --previous
+
+      xmodal reproduce dual --no-eval --ood '' --train-cli m/stage1
     """
     from xmodal.reproduce.dual import reproduce
     from xmodal.reproduce.dual_report import write_report
@@ -344,14 +350,16 @@ def dual(
                    finetune=finetune,
                    finetune_epochs=None if finetune_epochs == 6 else finetune_epochs,
                    finetune_flip=None if finetune_flip == 0.5 else finetune_flip,
-                   querybank=querybank, previous=previous)
+                   querybank=querybank, previous=previous,
+                   train_cli=train_cli)
     reproduce(not no_eval, tuple(_names(ood)), tuple(_names(variants)), tuple(_names(ensembles)),
               max_train, data, out, cmd, broader_names=tuple(_names(broader)),
               models_dir=models_dir, report=report,
               finetune_lrs=tuple(float(x) for x in _names(finetune)),
               finetune_epochs=finetune_epochs, finetune_flip=finetune_flip,
               finetune_from=finetune_from,
-              querybank_betas=tuple(float(x) for x in _names(querybank)), previous=previous)
+              querybank_betas=tuple(float(x) for x in _names(querybank)), previous=previous,
+              train_cli_from=train_cli)
     console.print(f"wrote {out / 'dual_encoder.json'} and dual_encoder_tables.md")
 
 

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -23,11 +24,12 @@ from xmodal.reproduce.output import log
 MODELS = ("dual", "dual-qb", "efficientnet-minilm-zeroshot")
 # earlier default models (their files at the commit that shipped them) and the protocols the
 # report compares them on: the previous default (issue 3), the third round's and the fourth
-# round's shipped models
+# round's shipped models, and the fifth round's (lr 3e-4; with its skimage-ood check)
 PREVIOUS = {
     "previous_test": ("070e029", ("flickr8k-5cap", "flickr8k-hodosh", "flickr8k-hodosh-crowd")),
     "third_test": ("95519b3", ("flickr8k-5cap", "cc-heldout")),
     "fourth_test": ("c0779cd", ("flickr8k-5cap", "cc-heldout")),
+    "fifth_test": ("6902948", ("flickr8k-5cap", "cc-heldout", "skimage-ood")),
 }
 # models whose scorer needs Conceptual Captions 18k (skipped, like CC_PROTOCOLS, without it)
 CC_MODELS = ("dual-qb",)
@@ -121,11 +123,45 @@ def previous_models(keys=tuple(PREVIOUS), data=None) -> dict:
         test = {}
         for p in protocols:
             rep = run_eval(get_protocol(p, data), scorer, model=key, with_curves=False)
-            test[p] = rep["directions"]
-            log(f"{key} ({commit}) / {p}: R@1 {rep['directions']['i2t'].get('R@1')} / "
-                f"{rep['directions']['t2i'].get('R@1')}")
+            test[p] = rep["paper_metrics"] if p == "skimage-ood" else rep["directions"]
+            log(f"{key} ({commit}) / {p}: {test[p]}")
         out[key] = {"commit": commit, "model_mb": round(mb, 2), "test": test}
     return out
+
+
+def train_cli_stage2(stage1, data=None) -> dict:
+    """Run ``xmodal train dual --stage2-from STAGE1`` as a user would (a subprocess), then
+    compare what it saved with the shipped model: wall time, load average, the largest
+    absolute difference of the arrays, and the dev choice it made (epoch, bridge weight,
+    selection score)."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from xmodal.models.dual import DEFAULT_MODEL_DIR
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "dual"
+        cmd = [sys.executable, "-m", "xmodal", "train", "dual", "--stage2-from", str(stage1),
+               "--out", str(out)] + (["--data", str(data)] if data is not None else [])
+        t0 = time.time()
+        subprocess.run(cmd, check=True)
+        wall = time.time() - t0
+        load = os.getloadavg()[0]
+        line = json.loads((out / "config.json").read_text())["provenance"]["stage2"]
+        with np.load(out / "arrays.npz") as new, \
+                np.load(Path(DEFAULT_MODEL_DIR) / "arrays.npz") as shipped:
+            if set(new.files) != set(shipped.files):
+                odd = sorted(set(new.files) ^ set(shipped.files))
+                raise ValueError(f"array names differ from the shipped model's: {odd}")
+            diff = max(float(np.abs(new[k].astype(np.float64) - shipped[k]).max(initial=0.0))
+                       for k in new.files)
+    log(f"train dual --stage2-from: {wall:.0f} s, epoch {line['best_epoch']}, w {line['w']}, "
+        f"score {line['score']}, largest difference to the shipped arrays {diff:g}")
+    return {"command": "xmodal train dual --stage2-from STAGE1 --out OUT", "wall_s": round(wall),
+            "load_avg_1min_at_end": round(load, 2), "max_abs_diff": diff,
+            "best_epoch": line["best_epoch"], "w": line["w"], "score": line["score"],
+            "top_lr": line["top_lr"]}
 
 
 def query_ranks(S: np.ndarray) -> list[int]:
@@ -273,7 +309,7 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
               command: str = "xmodal reproduce dual", broader_names=(), models_dir=None,
               report: Path | None = None, finetune_lrs=(), finetune_epochs: int = 6,
               finetune_flip: float = 0.5, finetune_from=None, querybank_betas=(),
-              previous: bool = False) -> dict:
+              previous: bool = False, train_cli_from=None) -> dict:
     """Run the requested parts, merge them into ``dual_encoder.json`` (parts not rerun are
     kept), write the tables to ``dual_encoder_tables.md`` beside it and, unless ``report`` is
     None, the report (logged and skipped when the results it cites are not beside it)."""
@@ -321,6 +357,9 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
         res["finetune"] = [done[k] for k in sorted(done)]
     if previous:
         res["previous"] = {**previous_models(data=data), "run": stamp(command)}
+    if train_cli_from is not None:
+        res["train_cli_stage2"] = {**train_cli_stage2(train_cli_from, data),
+                                   "run": stamp(command)}
     if querybank_betas:  # dev only; the test numbers of dual-qb come with the test tables
         from xmodal.models.dual import load_embedding_model
         from xmodal.recipes.querybank import select_beta

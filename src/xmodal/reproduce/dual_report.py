@@ -30,6 +30,8 @@ GOALS = {"i2t_R@1": 35, "t2i_R@1": 25, "ood_top1": 9, "ood_top5": 11, "cc_t2i_R@
 KLEIN = {"i2t_R@1": 31.0, "t2i_R@1": 21.2}  # Klein et al. 2015, FV + CCA on VGG (their Table 2)
 SHIPPED = "cc_lite2_mpnet_flip_hn5_ens3"  # the broader variant: stage 1 of the default model
 THIRD_SHIPPED = "cc_lite2_mpnet_ens2"  # shipped from the third round until the fourth
+# the fifth round's first shipped stage 2 (commit 6902948), replaced by a better dev run
+FIRST_STAGE2, FIRST_STAGE2_LR = "fifth_test", 3e-4
 LITE2, LITE0 = "cc_lite2_mpnet", "cc_mpnet"  # the encoders' comparison (also timed for indexing)
 # the result files the report cites besides dual_encoder.json
 EXTRA = ("ood_eval", "query_latency", "index_speed_models_lite0_vs_lite2", "index_speed",
@@ -306,7 +308,7 @@ def report_markdown(res: dict, extra: dict) -> str:
     """``reports/dual_encoder.md`` from ``dual_encoder.json`` (``res``) and the results of
     :data:`EXTRA` (``extra``: name -> its JSON)."""
     variants = {v["variant"]: v for v in res["broader"]}
-    sections = (_intro(res), _what(variants), _reproduce(res), _extraction(res),
+    sections = (_intro(res), _what(variants, res), _reproduce(res), _extraction(res),
                 _results(res, extra), _ood(res, extra), _third(res, variants, extra),
                 _fourth(res, variants), _fifth(res, variants, extra), _sixth(res), _first(res),
                 _second(res), _speed(variants, extra))
@@ -337,8 +339,11 @@ def _intro(res: dict) -> list[str]:
     ]
 
 
-def _what(variants: dict) -> list[str]:
+def _what(variants: dict, res: dict) -> list[str]:
     shipped = variants[SHIPPED]
+    stage2 = next((v for v in res.get("finetune", []) if v["top_lr"] == SHIPPED_STAGE2["top_lr"]),
+                  None)
+    chose2 = f" (epoch {stage2['best_epoch']}, `w = {stage2['w']:g}`)" if stage2 else ""
     over = shipped["overrides"]
     heads = over.get("ensemble_size", 1)
     epochs = shipped["best_epoch"]
@@ -381,16 +386,18 @@ def _what(variants: dict) -> list[str]:
                "(1,000 images x 5,000 captions) and CC dev (1,000 x 1,000), of the mean R@1 of "
                f"both directions. Epoch (every 5; {chose}), then the bridge weight: the largest "
                f"`w` within 1 point of the best (`w = {shipped['w']:g}`). Final embeddings: "
-               f"`[sqrt(1-w) * heads, sqrt(w) * bridge]`, {heads * 256 + 768:,}-d, unit length.",
-               "- "),
+               f"`[sqrt(1-w) * heads, sqrt(w) * bridge]`, {heads * 256 + 768:,}-d, unit length"
+               + (f" (with `w = 0` after stage 2: the heads' {heads * 256:,}-d alone)."
+                  if stage2 and stage2["w"] == 0 else "."), "- "),
         *wrap("**Stage 2** (fifth round, `xmodal.models.dual_finetune`): starting from those "
                "heads, EfficientNet-Lite2's head conv (1x1, 352 -> 1280, batch norm folded in) is "
                f"trained with them for {SHIPPED_STAGE2['epochs']} epochs (conv lr "
                f"{SHIPPED_STAGE2['top_lr']:g}, heads {SHIPPED_STAGE2['head_lr']:g}), the best "
-               "epoch and the bridge weight chosen on the dev splits again. The model stores the "
-               "tuned conv (`image_top_`, format version 3) and computes its pooled features "
-               "from the activations below the head conv, which the image tower also returns "
-               "(`prehead`); the ImageNet logits of the bridge stay the pretrained network's.",
+               f"epoch and the bridge weight chosen on the dev splits again{chose2}. The model "
+               "stores the tuned conv (`image_top_`, format version 3) and computes its pooled "
+               "features from the activations below the head conv, which the image tower also "
+               "returns (`prehead`); the ImageNet logits of the bridge stay the pretrained "
+               "network's.",
                "- "),
         "",
     ]
@@ -459,19 +466,42 @@ def _extraction(res: dict) -> list[str]:
 
 
 def _stage2_reproduced(res: dict) -> str:
-    run = UNRECORDED["train_cli_stage2"]
+    """``xmodal train dual --stage2-from``: recorded by ``--train-cli``, else the historical run
+    of the first stage 2 (while that one shipped)."""
     shipped = [v for v in res.get("finetune", []) if v["top_lr"] == SHIPPED_STAGE2["top_lr"]]
-    if run is None or not shipped:
+    rec = res.get("train_cli_stage2")
+    if rec and rec["top_lr"] == SHIPPED_STAGE2["top_lr"] and shipped:
+        wall, load, diff = rec["wall_s"], round(rec["load_avg_1min_at_end"]), rec["max_abs_diff"]
+        epoch, w, score, dag = rec["best_epoch"], rec["w"], rec["score"], ""
+        how = (f"`xmodal reproduce dual --train-cli` at `{rec['run']['git_commit']}`, "
+               f"{rec['run']['date'][:10]}")
+    elif UNRECORDED["train_cli_stage2"] and shipped and SHIPPED_STAGE2["top_lr"] == FIRST_STAGE2_LR:
+        wall, load, diff, epoch, w, score = UNRECORDED["train_cli_stage2"]
+        dag, how = DAGGER, "two threads"
+    else:
         return ""
-    wall, load, diff, epoch, w, score = run
+    same = (epoch == shipped[0]["best_epoch"] and w == shipped[0]["w"])
+    if diff == 0:
+        arrays = "its arrays equal the shipped ones exactly"
+    else:
+        arrays = (f"its float16 arrays differ from the shipped ones by up to {diff:g}{dag} "
+                  "(the head conv's weights reach 0.32): stage-2 runs are not bitwise "
+                  "repeatable on this machine (cause not found)")
     return (" Stage 2 from that model (`xmodal train dual --stage2-from m/stage1 --out "
-            f"/tmp/train_stage2`, two threads, load average about {load}{DAGGER}): {wall:,} "
-            f"s{DAGGER}. It chose the same epoch ({epoch}{DAGGER}) and bridge weight "
-            f"({w:g}{DAGGER}), with selection score {score:.2f}{DAGGER} against the shipped "
-            f"run's {_score(shipped[0]):.2f}; but its float16 arrays differ by up to "
-            f"{diff:g}{DAGGER} (the head conv's "
-            "weights reach 0.32): these stage-2 runs were not bitwise repeatable on this "
-            "loaded machine (cause not found).")
+            f"/tmp/train_stage2`; {how}; load average about {load}{dag}): {wall:,} s{dag}. It "
+            f"chose {'the same' if same else 'a different'} epoch ({epoch}{dag}) and bridge "
+            f"weight ({w:g}{dag}), with selection score {score:.2f}{dag} against the shipped "
+            f"run's {_score(shipped[0]):.2f}; {arrays}.")
+
+
+def _first_stage2_row(res: dict, protocol: str, keys) -> list[str]:
+    """The first stage-2 default (head conv lr 3e-4, replaced by a better dev run) on a test
+    protocol, where ``--previous`` recorded it."""
+    rec = res.get("previous", {}).get(FIRST_STAGE2)
+    if not rec or SHIPPED_STAGE2["top_lr"] == FIRST_STAGE2_LR:
+        return []
+    return [_row(f"fifth round's first shipped model (head conv lr {FIRST_STAGE2_LR:g})",
+                 _cells(rec["test"][protocol], keys))]
 
 
 def _qb_row(rows: dict, keys) -> list[str]:
@@ -511,8 +541,9 @@ def _results(res: dict, extra: dict) -> list[str]:
         "rank)", "",
         "`flickr8k-5cap` (1,000 test images x 5,000 captions):", "", *_head("flickr8k-5cap"),
         _row(f"**dual (shipped: Lite2 + MPNet, F8K + CC, {_recipe(SHIPPED, res)}, head conv "
-             "tuned)**", shipped),
+             f"tuned at lr {SHIPPED_STAGE2['top_lr']:g})**", shipped),
         *_qb_row(five, five_keys),
+        *_first_stage2_row(res, "flickr8k-5cap", five_keys),
         _row(f"fourth round's shipped model (`{SHIPPED}`, stage 1 alone){_dag(res, 'fourth_test')}",
              _cells(_previous(res, "flickr8k-5cap", "fourth_test"), five_keys)),
         _row(f"third round's shipped model (`{THIRD_SHIPPED}`){_dag(res, 'third_test')}",
@@ -535,6 +566,7 @@ def _results(res: dict, extra: dict) -> list[str]:
                "never trained or selected on):"), "", *_head("cc-heldout"),
         _row("**dual (shipped)**", cc_cells),
         *_qb_row(cc, five_keys),
+        *_first_stage2_row(res, "cc-heldout", five_keys),
         _row(f"fourth round's shipped model (stage 1 alone){_dag(res, 'fourth_test')}",
              _cells(_previous(res, "cc-heldout", "fourth_test"), five_keys)),
         _row(f"third round's shipped model{_dag(res, 'third_test')}",
@@ -579,6 +611,14 @@ def _ood(res: dict, extra: dict) -> list[str]:
     lose_txt = (and_list(f"the {OOD_NAMES.get(k, k)} query now loses, among the photos alone, to "
                      f"{_word(v - 1)} other photo{'s' if v > 2 else ''}" for k, v in losers)
                 if losers else "every query now finds its photo first among the photos alone")
+    first = res.get("previous", {}).get(FIRST_STAGE2, {}).get("test", {}).get("skimage-ood")
+    if first and SHIPPED_STAGE2["top_lr"] != FIRST_STAGE2_LR:
+        w = next((f", bridge weight {v['w']:g}" for v in res.get("finetune", [])
+                  if v["top_lr"] == FIRST_STAGE2_LR), "")
+        lose_txt += (f". The fifth round's first shipped model (head conv lr {FIRST_STAGE2_LR:g}"
+                     f"{w}) put {_ratio(first['top1_with_distractors'])} of {n} first and "
+                     f"{_ratio(first['top5_with_distractors'])} in the top 5 (`xmodal reproduce "
+                     "dual --previous`)")
     return [
         "## Out-of-domain check (`xmodal eval -p skimage-ood`)", "",
         *wrap(f"{n} photos that ship with scikit-image ({photos}), one sentence query each "
@@ -747,15 +787,28 @@ def _fifth(res: dict, variants: dict, extra: dict) -> list[str]:
     epochs = [h["dev_score"] for v in controls for h in v["history"]]
     spread = max(epochs) - min(epochs) if epochs else 0.0
     ship = next((v for v in runs if v["top_lr"] == SHIPPED_STAGE2["top_lr"]), None)
+    first = res.get("previous", {}).get(FIRST_STAGE2)
+    replaced = first is not None and SHIPPED_STAGE2["top_lr"] != FIRST_STAGE2_LR
+    look = ("the fourth look at the test split in issue 17 (after stage 1's, the first stage "
+            f"2's at lr {FIRST_STAGE2_LR:g} and `dual-qb`'s on that model)" if replaced else
+            "the second look at the test split in issue 17 (the first was stage 1's)")
+    bridge = (" It chose bridge weight 0, so the final embeddings are the heads' alone (the "
+              "bridge still feeds the image head's input)." if ship and ship["w"] == 0 else "")
     ship_text = (f"**Shipped** as the default model: head conv lr {SHIPPED_STAGE2['top_lr']:g} "
                  f"(stage 1 `{SHIPPED}`, then this stage 2: `xmodal train dual` runs both; "
-                 "`SHIPPED_STAGE2` in `xmodal.models.dual_finetune`). Its test numbers above are "
-                 "the second look at the test split in issue 17 (the first was stage 1's), taken "
-                 f"once, after the choice. {_stage2_on_test(res)} {_stage2_speed(extra)}")
+                 f"`SHIPPED_STAGE2` in `xmodal.models.dual_finetune`).{bridge} Its test numbers "
+                 f"above are {look}, taken once, after the choice. {_stage2_on_test(res)} "
+                 f"{_stage2_speed(extra)}")
     if best["top_lr"] > 0 and gain > spread:
         verdict = (f"The best run (head conv lr {best['top_lr']:g}) gains {gain:+.2f} selection "
                    f"score, more than the control's epoch-to-epoch spread ({spread:.2f}). ")
-        if best is ship:
+        if best is ship and replaced:
+            old = next((v for v in runs if v["top_lr"] == FIRST_STAGE2_LR), None)
+            verdict += (f"It was run after lr {FIRST_STAGE2_LR:g}"
+                        + (f" (selection score {_score(old):.2f})" if old else "")
+                        + " had shipped and been measured on test (commit "
+                        f"`{first['commit']}`), and replaced it. " + ship_text)
+        elif best is ship:
             verdict += ship_text
         elif ship is not None:
             verdict += (f"It was run after lr {ship['top_lr']:g} (selection score "
@@ -848,8 +901,15 @@ def _sixth(res: dict) -> list[str]:
 
         i2t, t2i = (round(100 * five["dual-qb"][d]["R@1"], 1) for d in ("i2t", "t2i"))
         met = i2t >= GOALS["i2t_R@1"] and t2i >= GOALS["t2i_R@1"]
-        text = (f"On test, measured once after the choice (the third look at the test split in "
-                f"issue 17): `flickr8k-5cap` R@1 **{r(five['dual-qb'])}** against the default's "
+        when = ("On test, measured once after the choice (the third look at the test split in "
+                "issue 17)")
+        if (res.get("previous", {}).get(FIRST_STAGE2)
+                and SHIPPED_STAGE2["top_lr"] != FIRST_STAGE2_LR):
+            when = ("On test, with the current default model, measured in the same run as it (the "
+                    "fourth look at the test split in issue 17; the third measured `dual-qb` on "
+                    f"the first stage-2 model, lr {FIRST_STAGE2_LR:g}, with the beta chosen for "
+                    "it)")
+        text = (f"{when}: `flickr8k-5cap` R@1 **{r(five['dual-qb'])}** against the default's "
                 f"{r(five['dual'])}, so `dual-qb` {'meets' if met else 'does not meet'} the goal "
                 f"of {GOALS['i2t_R@1']} / {GOALS['t2i_R@1']}")
         if "dual-qb" in cc:
@@ -890,9 +950,15 @@ def _stage2_on_test(res: dict) -> str:
     five, cc = now["flickr8k-5cap"]["dual"], now["cc-heldout"]["dual"]
     old5 = _previous(res, "flickr8k-5cap", "fourth_test")
     oldcc, d = _previous(res, "cc-heldout", "fourth_test"), _dag(res, "fourth_test")
-    return (f"On test, stage 2 against stage 1 alone: `flickr8k-5cap` R@1 {r(five)} against "
+    text = (f"On test, stage 2 against stage 1 alone: `flickr8k-5cap` R@1 {r(five)} against "
             f"{r(old5)}{d}; `cc-heldout` R@1 {r(cc)} against {r(oldcc)}{d}, t2i R@10 "
             f"{_pct(cc['t2i']['R@10'])} against {_pct(oldcc['t2i']['R@10'])}{d}.")
+    first = res.get("previous", {}).get(FIRST_STAGE2)
+    if first and SHIPPED_STAGE2["top_lr"] != FIRST_STAGE2_LR:
+        f5, fcc = first["test"]["flickr8k-5cap"], first["test"]["cc-heldout"]
+        text += (f" Against the first stage 2 (lr {FIRST_STAGE2_LR:g}): `flickr8k-5cap` R@1 "
+                 f"{r(f5)}, `cc-heldout` R@1 {r(fcc)}, t2i R@10 {_pct(fcc['t2i']['R@10'])}.")
+    return text
 
 
 def _shipped_sentence(variants: dict) -> str:
