@@ -129,39 +129,55 @@ def previous_models(keys=tuple(PREVIOUS), data=None) -> dict:
     return out
 
 
-def train_cli_stage2(stage1, data=None) -> dict:
-    """Run ``xmodal train dual --stage2-from STAGE1`` as a user would (a subprocess), then
-    compare what it saved with the shipped model: wall time, load average, the largest
-    absolute difference of the arrays, and the dev choice it made (epoch, bridge weight,
-    selection score)."""
+# the fourth round's model, stage 1 of the default model since the fifth round
+STAGE1_COMMIT = "712c75b"
+
+
+def _max_diff(a_dir: Path, b_dir: Path) -> float:
+    """Largest absolute difference between two model directories' arrays (same names)."""
+    with np.load(Path(a_dir) / "arrays.npz") as a, np.load(Path(b_dir) / "arrays.npz") as b:
+        if set(a.files) != set(b.files):
+            raise ValueError(f"array names differ: {sorted(set(a.files) ^ set(b.files))}")
+        return max(float(np.abs(a[k].astype(np.float64) - b[k]).max(initial=0.0))
+                   for k in a.files)
+
+
+def train_cli(stage1=None, data=None) -> dict:
+    """Run ``xmodal train dual`` as a user would (a subprocess) and compare what it saved with
+    the shipped model: the whole recipe, or with ``stage1`` only stage 2 from that model
+    (``--stage2-from``). Records wall times, the load average, the largest absolute difference
+    of the arrays, and the dev choices (epochs, bridge weight, selection score)."""
     import subprocess
     import sys
     import tempfile
 
     from xmodal.models.dual import DEFAULT_MODEL_DIR
+    from xmodal.provenance import files_at
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "dual"
-        cmd = [sys.executable, "-m", "xmodal", "train", "dual", "--stage2-from", str(stage1),
-               "--out", str(out)] + (["--data", str(data)] if data is not None else [])
+        cmd = [sys.executable, "-m", "xmodal", "train", "dual", "--out", str(out)]
+        cmd += ["--stage2-from", str(stage1)] if stage1 is not None else []
+        cmd += ["--data", str(data)] if data is not None else []
         t0 = time.time()
         subprocess.run(cmd, check=True)
-        wall = time.time() - t0
-        load = os.getloadavg()[0]
+        rec = {"command": "xmodal train dual --out OUT"
+                          + (" --stage2-from STAGE1" if stage1 is not None else ""),
+               "wall_s": round(time.time() - t0),
+               "load_avg_1min_at_end": round(os.getloadavg()[0], 2)}
         line = json.loads((out / "config.json").read_text())["provenance"]["stage2"]
-        with np.load(out / "arrays.npz") as new, \
-                np.load(Path(DEFAULT_MODEL_DIR) / "arrays.npz") as shipped:
-            if set(new.files) != set(shipped.files):
-                odd = sorted(set(new.files) ^ set(shipped.files))
-                raise ValueError(f"array names differ from the shipped model's: {odd}")
-            diff = max(float(np.abs(new[k].astype(np.float64) - shipped[k]).max(initial=0.0))
-                       for k in new.files)
-    log(f"train dual --stage2-from: {wall:.0f} s, epoch {line['best_epoch']}, w {line['w']}, "
-        f"score {line['score']}, largest difference to the shipped arrays {diff:g}")
-    return {"command": "xmodal train dual --stage2-from STAGE1 --out OUT", "wall_s": round(wall),
-            "load_avg_1min_at_end": round(load, 2), "max_abs_diff": diff,
-            "best_epoch": line["best_epoch"], "w": line["w"], "score": line["score"],
-            "top_lr": line["top_lr"]}
+        rec["stage2"] = {k: line[k] for k in ("best_epoch", "w", "score", "top_lr")}
+        rec["stage2"]["max_abs_diff"] = _max_diff(out, DEFAULT_MODEL_DIR)
+        if stage1 is None:
+            first = out.with_name("dual-stage1")
+            prov = json.loads((first / "config.json").read_text())["provenance"]
+            rec["stage1"] = {"wall_s": round((first / "config.json").stat().st_mtime - t0),
+                             "best_epoch": prov["best_epoch"], "w": prov["bridge_weight"],
+                             "reference_commit": STAGE1_COMMIT,
+                             "max_abs_diff": _max_diff(first, files_at(
+                                 STAGE1_COMMIT, "src/xmodal/assets/dual", Path(tmp) / "ref"))}
+    log(f"xmodal train dual: {rec}")
+    return rec
 
 
 def query_ranks(S: np.ndarray) -> list[int]:
@@ -312,7 +328,9 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
               previous: bool = False, train_cli_from=None) -> dict:
     """Run the requested parts, merge them into ``dual_encoder.json`` (parts not rerun are
     kept), write the tables to ``dual_encoder_tables.md`` beside it and, unless ``report`` is
-    None, the report (logged and skipped when the results it cites are not beside it)."""
+    None, the report (logged and skipped when the results it cites are not beside it).
+    ``train_cli_from``: "full" runs the whole ``xmodal train dual``, a path its stage 2 from that
+    stage-1 model (:func:`train_cli`)."""
     from xmodal.errors import XmodalError
     from xmodal.reproduce.dual_report import write_report
     from xmodal.reproduce.output import RESULTS, read_json, stamp, write_json
@@ -358,8 +376,9 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
     if previous:
         res["previous"] = {**previous_models(data=data), "run": stamp(command)}
     if train_cli_from is not None:
-        res["train_cli_stage2"] = {**train_cli_stage2(train_cli_from, data),
-                                   "run": stamp(command)}
+        full = str(train_cli_from) == "full"
+        res["train_cli"] = {**train_cli(None if full else train_cli_from, data),
+                            "run": stamp(command)}
     if querybank_betas:  # dev only; the test numbers of dual-qb come with the test tables
         from xmodal.models.dual import load_embedding_model
         from xmodal.recipes.querybank import select_beta
