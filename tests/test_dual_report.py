@@ -284,18 +284,32 @@ def test_the_train_cli_run_is_quoted_from_the_json_when_recorded():
     start = shipped["dev"]["dev"]["i2t_R@1"]
     lr = SHIPPED_STAGE2["top_lr"]
     res["finetune"] = [_stage2(0.0, start + 0.1), _stage2(lr, start + 2.0)]
-    rec = {"wall_s": 777, "load_avg_1min_at_end": 2.4, "max_abs_diff": 0.0, "best_epoch": 2,
-           "w": 0.1, "score": start + 2.0, "top_lr": lr, "run": RUN}
-    res["train_cli_stage2"] = rec
+    two = {"best_epoch": 2, "w": 0.1, "score": start + 2.0, "top_lr": lr, "max_abs_diff": 0.0}
+    res["train_cli"] = {"wall_s": 777, "load_avg_1min_at_end": 2.4, "stage2": two,
+                        "run": {**RUN, "command": "xmodal reproduce dual --train-cli m/stage1"}}
     md = _flat(report_markdown(res, extra))
-    assert ("`xmodal reproduce dual --train-cli` at `0123456`, 2030-01-01; load average about "
-            "2): 777 s. It chose the same epoch (2) and bridge weight (0.1), with selection "
+    assert ("`xmodal reproduce dual --train-cli m/stage1` at `0123456`, 2030-01-01; load average "
+            "about 2): 777 s. It chose the same epoch (2) and bridge weight (0.1), with selection "
             f"score {start + 2.0:.2f} against the shipped run's {start + 2.0:.2f}; its arrays "
             "equal the shipped ones exactly.") in md
-    res["train_cli_stage2"] = {**rec, "best_epoch": 4, "max_abs_diff": 0.02}
+    res["train_cli"]["stage2"] = {**two, "best_epoch": 4, "max_abs_diff": 0.02}
     md = _flat(report_markdown(res, extra))
     assert "It chose a different epoch (4) and bridge weight (0.1)" in md
     assert "its float16 arrays differ from the shipped ones by up to 0.02 (the head conv's" in md
+
+    res["train_cli"] = {"wall_s": 2100, "load_avg_1min_at_end": 3.2, "stage2": two,
+                        "stage1": {"wall_s": 1300, "best_epoch": [55, 45, 55], "w": 0.1,
+                                   "reference_commit": "712c75b", "max_abs_diff": 0.0005},
+                        "run": {**RUN, "command": "xmodal reproduce dual --train-cli full"}}
+    md = _flat(report_markdown(res, extra))
+    assert ("Training the shipped recipe end to end with `xmodal train dual --out OUT` (`xmodal "
+            "reproduce dual --train-cli full` at `0123456`, 2030-01-01; features cached; two "
+            "threads; load average about 3 at its end): 2,100 s in all, stage 1 1,300 s. Stage 1 "
+            "chose epochs 55, 45 and 55 and bridge weight 0.1; its float16 arrays differ from the "
+            "fourth round's model (its files at `712c75b`) by at most 0.0005. Stage 2 chose epoch "
+            f"2 and bridge weight 0.1, selection score {start + 2.0:.2f} against the shipped "
+            f"run's {start + 2.0:.2f}; its arrays equal the shipped ones exactly.") in md
+    assert "OMP_NUM_THREADS=1" not in md  # the historical run is no longer quoted
 
 
 # -- the first and second rounds (issue 3): rerun by --variants / --ensembles ---------------------

@@ -443,6 +443,42 @@ def _reproduce(res: dict) -> list[str]:
 def _extraction(res: dict) -> list[str]:
     ex = UNRECORDED["extraction"]
     (n0, s0), (n2, s2), (nt, st) = ex["lite0_cc"], ex["lite2"], ex["mpnet"]
+    text = (
+        "Feature extraction, once (wall times from the extraction runs' logs, not a benchmark; "
+        f"machine shared with two other jobs): Lite0 of the {n0:,} CC images {s0} s{DAGGER}; "
+        f"Lite2 of Flickr8K + CC ({n2:,} images) {s2} s{DAGGER} (~{_approx(n2 / s2)} images/s); "
+        f"MPNet of the {nt:,} captions + class names {st} s{DAGGER} (~{_approx(nt / st)} "
+        "captions/s, ONNX Runtime).")
+    rec = res.get("train_cli")
+    if rec and "stage1" in rec:
+        return wrap(f"{text} {_train_cli_full(res, rec)}") + [""]
+    return wrap(f"{text} {_train_cli_historical()}" + _stage2_reproduced(res)) + [""]
+
+
+def _arrays(diff: float, what: str) -> str:
+    return (f"its arrays equal {what} exactly" if diff == 0 else
+            f"its float16 arrays differ from {what} by at most {diff:g}")
+
+
+def _train_cli_full(res: dict, rec: dict) -> str:
+    """``xmodal reproduce dual --train-cli full``: the whole recipe through the train CLI."""
+    one, two, run = rec["stage1"], rec["stage2"], rec["run"]
+    shipped = next((v for v in res.get("finetune", [])
+                    if v["top_lr"] == SHIPPED_STAGE2["top_lr"]), None)
+    vs = f" against the shipped run's {_score(shipped):.2f}" if shipped else ""
+    ref = f"the fourth round's model (its files at `{one['reference_commit']}`)"
+    return (f"Training the shipped recipe end to end with `xmodal train dual --out OUT` "
+            f"(`{run['command']}` at `{run['git_commit']}`, {run['date'][:10]}; features "
+            "cached; two threads; load average about "
+            f"{round(rec['load_avg_1min_at_end'])} at its end): {rec['wall_s']:,} s in all, "
+            f"stage 1 {one['wall_s']:,} s. Stage 1 chose epochs "
+            f"{and_list(map(str, one['best_epoch']))} and bridge weight {one['w']:g}; "
+            f"{_arrays(one['max_abs_diff'], ref)}. "
+            f"Stage 2 chose epoch {two['best_epoch']} and bridge weight {two['w']:g}, selection "
+            f"score {two['score']:.2f}{vs}; {_arrays(two['max_abs_diff'], 'the shipped ones')}.")
+
+
+def _train_cli_historical() -> str:
     recipe, train_s, load, diff, threads = UNRECORDED["train_cli"]
     which = ("the shipped recipe" if recipe == SHIPPED else
              f"the recipe shipped before (`{recipe}`; not yet repeated for `{SHIPPED}`)")
@@ -454,28 +490,24 @@ def _extraction(res: dict) -> list[str]:
                 f"weights; the shipped run used {_word(threads)} threads, and float sums in "
                 "another order round differently), with the same epochs, bridge weight and dev "
                 "numbers")
-    return wrap(
-        "Feature extraction, once (wall times from the extraction runs' logs, not a benchmark; "
-        f"machine shared with two other jobs): Lite0 of the {n0:,} CC images {s0} s{DAGGER}; "
-        f"Lite2 of Flickr8K + CC ({n2:,} images) {s2} s{DAGGER} (~{_approx(n2 / s2)} images/s); "
-        f"MPNet of the {nt:,} captions + class names {st} s{DAGGER} (~{_approx(nt / st)} "
-        f"captions/s, ONNX Runtime). Training {which} with `OMP_NUM_THREADS=1 xmodal "
-        "train dual --out /tmp/train_cli` (features cached, one thread, "
-        f"load average about {load}{DAGGER} from other jobs): {train_s:,} s{DAGGER}; its "
-        f"{same}." + _stage2_reproduced(res)) + [""]
+    return (f"Training {which} with `OMP_NUM_THREADS=1 xmodal train dual --out /tmp/train_cli` "
+            f"(features cached, one thread, load average about {load}{DAGGER} from other jobs): "
+            f"{train_s:,} s{DAGGER}; its {same}.")
 
 
 def _stage2_reproduced(res: dict) -> str:
-    """``xmodal train dual --stage2-from``: recorded by ``--train-cli``, else the historical run
-    of the first stage 2 (while that one shipped)."""
+    """Stage 2 alone through the train CLI (``--train-cli STAGE1``), else the historical run of
+    the first stage 2 while that one shipped."""
     shipped = [v for v in res.get("finetune", []) if v["top_lr"] == SHIPPED_STAGE2["top_lr"]]
-    rec = res.get("train_cli_stage2")
-    if rec and rec["top_lr"] == SHIPPED_STAGE2["top_lr"] and shipped:
-        wall, load, diff = rec["wall_s"], round(rec["load_avg_1min_at_end"]), rec["max_abs_diff"]
-        epoch, w, score, dag = rec["best_epoch"], rec["w"], rec["score"], ""
-        how = (f"`xmodal reproduce dual --train-cli` at `{rec['run']['git_commit']}`, "
+    rec = res.get("train_cli")
+    if rec and rec["stage2"]["top_lr"] == SHIPPED_STAGE2["top_lr"] and shipped:
+        two = rec["stage2"]
+        wall, load, diff = rec["wall_s"], round(rec["load_avg_1min_at_end"]), two["max_abs_diff"]
+        epoch, w, score, dag = two["best_epoch"], two["w"], two["score"], ""
+        how = (f"`{rec['run']['command']}` at `{rec['run']['git_commit']}`, "
                f"{rec['run']['date'][:10]}")
-    elif UNRECORDED["train_cli_stage2"] and shipped and SHIPPED_STAGE2["top_lr"] == FIRST_STAGE2_LR:
+    elif (UNRECORDED["train_cli_stage2"] and shipped
+          and SHIPPED_STAGE2["top_lr"] == FIRST_STAGE2_LR):
         wall, load, diff, epoch, w, score = UNRECORDED["train_cli_stage2"]
         dag, how = DAGGER, "two threads"
     else:
