@@ -142,6 +142,13 @@ def _max_diff(a_dir: Path, b_dir: Path) -> float:
                    for k in a.files)
 
 
+def _feature_cache_bytes() -> int:
+    """Bytes in the feature cache: a run that grew it extracted features."""
+    from xmodal.paths import cache_dir
+
+    return sum(f.stat().st_size for f in (cache_dir() / "features").glob("*") if f.is_file())
+
+
 def train_cli(stage1=None, data=None) -> dict:
     """Run ``xmodal train dual`` as a user would (a subprocess) and compare what it saved with
     the shipped model: the whole recipe, or with ``stage1`` only stage 2 from that model
@@ -159,12 +166,14 @@ def train_cli(stage1=None, data=None) -> dict:
         cmd = [sys.executable, "-m", "xmodal", "train", "dual", "--out", str(out)]
         cmd += ["--stage2-from", str(stage1)] if stage1 is not None else []
         cmd += ["--data", str(data)] if data is not None else []
+        before = _feature_cache_bytes()
         t0 = time.time()
         subprocess.run(cmd, check=True)
         rec = {"command": "xmodal train dual --out OUT"
                           + (" --stage2-from STAGE1" if stage1 is not None else ""),
                "wall_s": round(time.time() - t0),
-               "load_avg_1min_at_end": round(os.getloadavg()[0], 2)}
+               "load_avg_1min_at_end": round(os.getloadavg()[0], 2),
+               "feature_cache_grew_mb": round((_feature_cache_bytes() - before) / 1e6, 1)}
         line = json.loads((out / "config.json").read_text())["provenance"]["stage2"]
         rec["stage2"] = {k: line[k] for k in ("best_epoch", "w", "score", "top_lr")}
         rec["stage2"]["max_abs_diff"] = _max_diff(out, DEFAULT_MODEL_DIR)

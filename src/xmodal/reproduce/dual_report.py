@@ -467,9 +467,12 @@ def _train_cli_full(res: dict, rec: dict) -> str:
                     if v["top_lr"] == SHIPPED_STAGE2["top_lr"]), None)
     vs = f" against the shipped run's {_score(shipped):.2f}" if shipped else ""
     ref = f"the fourth round's model (its files at `{one['reference_commit']}`)"
+    grew = rec.get("feature_cache_grew_mb", 0.0)
+    cached = ("features cached" if grew < 1 else
+              f"features extracted on the way: the cache grew by {grew:,.0f} MB")
     return (f"Training the shipped recipe end to end with `xmodal train dual --out OUT` "
-            f"(`{run['command']}` at `{run['git_commit']}`, {run['date'][:10]}; features "
-            "cached; two threads; load average about "
+            f"(`{run['command']}` at `{run['git_commit']}`, {run['date'][:10]}; {cached}; two "
+            "threads; load average about "
             f"{round(rec['load_avg_1min_at_end'])} at its end): {rec['wall_s']:,} s in all, "
             f"stage 1 {one['wall_s']:,} s. Stage 1 chose epochs "
             f"{and_list(map(str, one['best_epoch']))} and bridge weight {one['w']:g}; "
