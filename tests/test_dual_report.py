@@ -483,3 +483,39 @@ def test_earlier_models_rows_come_from_the_json_when_recorded():
     assert "| third round's shipped model (`cc_lite2_mpnet_ens2`) | 22.0 |" in md
     assert "stage 1 alone) | 33.0 |" in md
     assert "and the earlier default models' test results" not in md
+
+
+def test_train_cli_records_the_choice_and_the_array_difference(tmp_path, monkeypatch):
+    """``--train-cli STAGE1``: the run's saved model is compared with the shipped one (here the
+    "training" copies the shipped model, then perturbs one array)."""
+    import shutil
+    import subprocess
+
+    import numpy as np
+
+    from xmodal.models.dual import DEFAULT_MODEL_DIR
+    from xmodal.reproduce import dual as reproduce_dual
+
+    if not (Path(DEFAULT_MODEL_DIR) / "config.json").is_file():
+        pytest.skip("the shipped model is not in this checkout")
+    calls, bump = [], {"by": 0.0}
+
+    def fake_run(cmd, check):
+        calls.append(cmd)
+        out = Path(cmd[cmd.index("--out") + 1])
+        shutil.copytree(DEFAULT_MODEL_DIR, out)
+        with np.load(out / "arrays.npz") as z:
+            arrays = {k: z[k] for k in z.files}
+        key = sorted(arrays)[0]
+        arrays[key] = (arrays[key].astype(np.float64) + bump["by"]).astype(arrays[key].dtype)
+        np.savez(out / "arrays.npz", **arrays)
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    rec = reproduce_dual.train_cli(tmp_path / "stage1")
+    assert calls[0][1:5] == ["-m", "xmodal", "train", "dual"]
+    assert "--stage2-from" in calls[0] and "stage1" not in rec
+    assert rec["stage2"]["max_abs_diff"] == 0.0
+    assert rec["stage2"]["top_lr"] == SHIPPED_STAGE2["top_lr"]
+    bump["by"] = 0.5
+    rec = reproduce_dual.train_cli(tmp_path / "stage1")
+    assert rec["stage2"]["max_abs_diff"] == pytest.approx(0.5, abs=1e-3)
