@@ -267,7 +267,7 @@ SETTINGS = [
             frozen(image_kernel="pyramid", power=2.0)),
     *_hodosh_settings(),
     Setting("dual", "dual", "xmodal.models.dual:DualEncoder",
-            frozen(dim=256, hidden=512, dropout=0.4, bridge_weight=0.1, bridge_temperature=1.0,
+            frozen(dim=256, hidden=512, dropout=0.4, bridge_weight=0.0, bridge_temperature=1.0,
                    image_input="pooled+bridge", image_backbone="lite2", text_encoder="mpnet"),
             "EfficientNet-Lite2 activations below its head conv + ImageNet-class bridge; "
             "MPNet sentence embeddings",
