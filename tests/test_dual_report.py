@@ -265,9 +265,10 @@ def test_a_replaced_stage2_default_keeps_its_rows_and_the_looks_are_counted():
             in md)
     assert (f"| fifth round's first shipped model (head conv lr {FIRST_STAGE2_LR:g}) | 27.0 |"
             in md)
-    assert (f"It was run after lr {FIRST_STAGE2_LR:g} (selection score {start + 1.0:.2f}) had "
-            "shipped and been measured on test (commit `6902948`), and replaced it. **Shipped** "
-            f"as the default model: head conv lr {lr:g}") in md
+    history = (f"Head conv lr {lr:g} was run after lr {FIRST_STAGE2_LR:g} (selection score "
+               f"{start + 1.0:.2f}) had shipped and been measured on test (commit `6902948`), "
+               "and replaced it.")
+    assert (f"{history} **Shipped** as the default model: head conv lr {lr:g}") in md
     assert "It chose bridge weight 0, so the final embeddings are the heads' alone" in md
     assert "the fourth look at the test split in issue 17 (after stage 1's" in md
     assert (f"Against the first stage 2 (lr {FIRST_STAGE2_LR:g}): `flickr8k-5cap` R@1 25.0 / "
@@ -275,6 +276,11 @@ def test_a_replaced_stage2_default_keeps_its_rows_and_the_looks_are_counted():
     assert (f"The fifth round's first shipped model (head conv lr {FIRST_STAGE2_LR:g}, bridge "
             "weight 0.1) put 1 of 3 first and 2 in the top 5") in md
     assert "(epoch 2, `w = 0`)" in md
+    res["finetune"].append(_stage2(3e-3, start + 3.0))  # a later, better run: the next candidate
+    md = _flat(report_markdown(res, extra))
+    assert (f"It was run after lr {lr:g} (selection score {start + 2.0:.2f}) had shipped and been "
+            f"measured on test, and is the next candidate, not shipped. {history} "
+            "**Shipped**") in md
     assert "1,536-d, unit length (with `w = 0` after stage 2: the heads' 768-d alone)" in md
 
 

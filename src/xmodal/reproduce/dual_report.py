@@ -837,18 +837,20 @@ def _fifth(res: dict, variants: dict, extra: dict) -> list[str]:
     if best["top_lr"] > 0 and gain > spread:
         verdict = (f"The best run (head conv lr {best['top_lr']:g}) gains {gain:+.2f} selection "
                    f"score, more than the control's epoch-to-epoch spread ({spread:.2f}). ")
-        if best is ship and replaced:
+        history = ""
+        if replaced:
             old = next((v for v in runs if v["top_lr"] == FIRST_STAGE2_LR), None)
-            verdict += (f"It was run after lr {FIRST_STAGE2_LR:g}"
-                        + (f" (selection score {_score(old):.2f})" if old else "")
-                        + " had shipped and been measured on test (commit "
-                        f"`{first['commit']}`), and replaced it. " + ship_text)
-        elif best is ship:
-            verdict += ship_text
+            history = (f"Head conv lr {SHIPPED_STAGE2['top_lr']:g} was run after lr "
+                       f"{FIRST_STAGE2_LR:g}"
+                       + (f" (selection score {_score(old):.2f})" if old else "")
+                       + " had shipped and been measured on test (commit "
+                       f"`{first['commit']}`), and replaced it. ")
+        if best is ship:
+            verdict += history + ship_text
         elif ship is not None:
             verdict += (f"It was run after lr {ship['top_lr']:g} (selection score "
                         f"{_score(ship):.2f}) had shipped and been measured on test, and is the "
-                        "next candidate, not shipped. " + ship_text)
+                        "next candidate, not shipped. " + history + ship_text)
         else:
             verdict += "Not shipped."
     else:
