@@ -529,11 +529,18 @@ def _stage2_reproduced(res: dict) -> str:
             f"run's {_score(shipped[0]):.2f}; {arrays}.")
 
 
+def _replaced_stage2(res: dict) -> dict | None:
+    """The first stage-2 default's ``--previous`` record, when a later run replaced it."""
+    if SHIPPED_STAGE2["top_lr"] == FIRST_STAGE2_LR:
+        return None
+    return res.get("previous", {}).get(FIRST_STAGE2) or None
+
+
 def _first_stage2_row(res: dict, protocol: str, keys) -> list[str]:
     """The first stage-2 default (head conv lr 3e-4, replaced by a better dev run) on a test
     protocol, where ``--previous`` recorded it."""
-    rec = res.get("previous", {}).get(FIRST_STAGE2)
-    if not rec or SHIPPED_STAGE2["top_lr"] == FIRST_STAGE2_LR:
+    rec = _replaced_stage2(res)
+    if not rec:
         return []
     return [_row(f"fifth round's first shipped model (head conv lr {FIRST_STAGE2_LR:g})",
                  _cells(rec["test"][protocol], keys))]
@@ -646,8 +653,8 @@ def _ood(res: dict, extra: dict) -> list[str]:
     lose_txt = (and_list(f"the {OOD_NAMES.get(k, k)} query now loses, among the photos alone, to "
                      f"{_word(v - 1)} other photo{'s' if v > 2 else ''}" for k, v in losers)
                 if losers else "every query now finds its photo first among the photos alone")
-    first = res.get("previous", {}).get(FIRST_STAGE2, {}).get("test", {}).get("skimage-ood")
-    if first and SHIPPED_STAGE2["top_lr"] != FIRST_STAGE2_LR:
+    first = (_replaced_stage2(res) or {}).get("test", {}).get("skimage-ood")
+    if first:
         w = next((f", bridge weight {v['w']:g}" for v in res.get("finetune", [])
                   if v["top_lr"] == FIRST_STAGE2_LR), "")
         lose_txt += (f". The fifth round's first shipped model (head conv lr {FIRST_STAGE2_LR:g}"
@@ -822,8 +829,8 @@ def _fifth(res: dict, variants: dict, extra: dict) -> list[str]:
     epochs = [h["dev_score"] for v in controls for h in v["history"]]
     spread = max(epochs) - min(epochs) if epochs else 0.0
     ship = next((v for v in runs if v["top_lr"] == SHIPPED_STAGE2["top_lr"]), None)
-    first = res.get("previous", {}).get(FIRST_STAGE2)
-    replaced = first is not None and SHIPPED_STAGE2["top_lr"] != FIRST_STAGE2_LR
+    first = _replaced_stage2(res)
+    replaced = first is not None
     look = ("the fourth look at the test split in issue 17 (after stage 1's, the first stage "
             f"2's at lr {FIRST_STAGE2_LR:g} and `dual-qb`'s on that model)" if replaced else
             "the second look at the test split in issue 17 (the first was stage 1's)")
@@ -940,8 +947,7 @@ def _sixth(res: dict) -> list[str]:
         met = i2t >= GOALS["i2t_R@1"] and t2i >= GOALS["t2i_R@1"]
         when = ("On test, measured once after the choice (the third look at the test split in "
                 "issue 17)")
-        if (res.get("previous", {}).get(FIRST_STAGE2)
-                and SHIPPED_STAGE2["top_lr"] != FIRST_STAGE2_LR):
+        if _replaced_stage2(res):
             when = ("On test, with the current default model, measured in the same run as it (the "
                     "fourth look at the test split in issue 17; the third measured `dual-qb` on "
                     f"the first stage-2 model, lr {FIRST_STAGE2_LR:g}, with the beta chosen for "
@@ -990,8 +996,8 @@ def _stage2_on_test(res: dict) -> str:
     text = (f"On test, stage 2 against stage 1 alone: `flickr8k-5cap` R@1 {r(five)} against "
             f"{r(old5)}{d}; `cc-heldout` R@1 {r(cc)} against {r(oldcc)}{d}, t2i R@10 "
             f"{_pct(cc['t2i']['R@10'])} against {_pct(oldcc['t2i']['R@10'])}{d}.")
-    first = res.get("previous", {}).get(FIRST_STAGE2)
-    if first and SHIPPED_STAGE2["top_lr"] != FIRST_STAGE2_LR:
+    first = _replaced_stage2(res)
+    if first:
         f5, fcc = first["test"]["flickr8k-5cap"], first["test"]["cc-heldout"]
         text += (f" Against the first stage 2 (lr {FIRST_STAGE2_LR:g}): `flickr8k-5cap` R@1 "
                  f"{r(f5)}, `cc-heldout` R@1 {r(fcc)}, t2i R@10 {_pct(fcc['t2i']['R@10'])}.")
