@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from stored_results import stored
 from typer.testing import CliRunner
 
 from xmodal.models.dual_finetune import SHIPPED_STAGE2
@@ -25,16 +26,9 @@ PROTOCOLS = ("flickr8k-5cap", "flickr8k-hodosh", "flickr8k-hodosh-crowd", "cc-he
 MACHINE = {"cpu": "Test CPU", "cpu_count": 2, "load_avg_1min": 0.5}
 
 
-def _load(name: str) -> dict:
-    path = RESULTS / f"{name}.json"
-    if not path.is_file():
-        pytest.skip(f"{path} is not in this checkout")
-    return json.loads(path.read_text())
-
-
 def test_stored_report_is_what_the_stored_json_renders():
-    res = _load("dual_encoder")
-    extra = {name: _load(name) for name in EXTRA}
+    res = stored("dual_encoder")
+    extra = {name: stored(name) for name in EXTRA}
     assert report_markdown(res, extra) == (ROOT / "reports" / "dual_encoder.md").read_text()
     assert markdown(res) == (RESULTS / "dual_encoder_tables.md").read_text()
 

@@ -215,12 +215,14 @@ def test_report_section_is_rendered_from_the_stored_json(tmp_path):
     if not RESULTS.is_file():
         pytest.skip("benchmarks/results/hodosh_originals.json not recorded yet")
     payload = json.loads(RESULTS.read_text())
+    main_path = RESULTS.with_name("hodosh_reproduction.json")
+    main = json.loads(main_path.read_text()) if main_path.is_file() else None
     report = tmp_path / "hodosh.md"
     report.write_text("# title\n\nintro\n\n## Paper numbers against ours\n\ntable\n")
-    write_originals_section(report, payload)
+    write_originals_section(report, payload, main)  # compared with the stored 8K numbers
     first = report.read_text()
     assert first.index(ORIGINALS_START) < first.index("## Paper numbers against ours")
-    write_originals_section(report, payload)  # replaces, never duplicates
+    write_originals_section(report, payload, main)  # replaces, never duplicates
     assert report.read_text() == first and first.count(ORIGINALS_END) == 1
     res = payload["results"]
     m = res["metrics"]["cv"]["gold"]["i2t"]["tri5sem"]["originals"]["R@10"]

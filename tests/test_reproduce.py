@@ -9,16 +9,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stored_results import stored as stored_result
 
 RESULTS = Path(__file__).resolve().parents[1] / "benchmarks" / "results"
 REPORTS = Path(__file__).resolve().parents[1] / "reports"
-
-
-def _stored(name: str) -> dict:
-    path = RESULTS / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not in this checkout")
-    return json.loads(path.read_text())
 
 
 def _same(a, b, tol=1e-9):
@@ -45,7 +39,7 @@ def test_wikipedia_linear_models_match_the_stored_tables(wikipedia_root):
     from xmodal.reproduce import wikipedia as W
     from xmodal.reproduce.wikipedia_report import LABEL
 
-    stored = _stored("wikipedia_reproduction.json")
+    stored = stored_result("wikipedia_reproduction.json")
     ds = load_wikipedia(wikipedia_root)
     y = ds.labels_test
     hp = W.default_hyperparameters()
@@ -75,7 +69,7 @@ def test_wikipedia_exploration_matches_the_stored_json(wikipedia_root):
     from xmodal.models.rasiwasia import MultinomialLogistic
     from xmodal.reproduce import wikipedia_exploration as E
 
-    stored = _stored("wikipedia_reproduction.json")
+    stored = stored_result("wikipedia_reproduction.json")
     if "exploration" not in stored:
         pytest.skip("the stored wikipedia_reproduction.json predates the exploration; "
                     "run `xmodal reproduce wikipedia`")
@@ -104,7 +98,7 @@ def test_corel5k_rows_match_the_stored_results(corel5k_root):
     from xmodal.recipes.settings import get_setting
     from xmodal.reproduce.corel5k import CRM_WIDE_NAME, WIDE_LABEL, evaluate_model
 
-    stored = _stored("relevance_models.json")
+    stored = stored_result("relevance_models.json")
     d = load_corel5k(corel5k_root)
     b, y, kw = d.blobs_train, d.labels_train, d.keywords
     mask = y.sum(0) > 0
@@ -126,7 +120,7 @@ def test_corel5k_rows_match_the_stored_results(corel5k_root):
 def test_corel5k_report_renders_from_its_json(tmp_path):
     from xmodal.reproduce.relevance_report import write_report
 
-    results, nested = _stored("relevance_models.json"), _stored("corel_nested_cv.json")
+    results, nested = stored_result("relevance_models.json"), stored_result("corel_nested_cv.json")
     write_report(results, nested, tmp_path / "r.md", figure=None)
     assert (tmp_path / "r.md").read_text() == (REPORTS / "relevance_models.md").read_text()
 
@@ -141,7 +135,7 @@ def test_hodosh_effnet_systems_match_the_stored_results(flickr8k_root):
     if missing:
         pytest.skip(f"trained systems {missing} are not in $XMODAL_CACHE/hodosh (training takes "
                     "minutes each); `xmodal reproduce hodosh --systems ...` builds them")
-    stored = _stored("hodosh_reproduction.json")["results"]
+    stored = stored_result("hodosh_reproduction.json")["results"]
     res = evaluate(names, flickr8k_root.parent)
     for p, dirs in res["metrics"].items():
         for d, systems in dirs.items():
@@ -168,7 +162,7 @@ def test_gist_examples_with_the_shipped_ranker(flickr8k_root):
         graph = load_wordnet_graph()
     except XmodalError as exc:
         pytest.skip(f"WordNet is not available: {exc}")
-    stored = _stored("gist.json")
+    stored = stored_result("gist.json")
     _same(run_examples(graph, load_default_ranker(), flickr8k_root.parent), stored["examples"])
     assert dict(zip(stored["final_weights"], np.round(load_default_ranker().weights_, 4))) \
         == stored["final_weights"]
@@ -177,7 +171,7 @@ def test_gist_examples_with_the_shipped_ranker(flickr8k_root):
 def test_gist_report_renders_from_its_json(tmp_path):
     from xmodal.reproduce.gist_report import write_report
 
-    write_report(_stored("gist.json"), tmp_path / "gist.md")
+    write_report(stored_result("gist.json"), tmp_path / "gist.md")
     assert (tmp_path / "gist.md").read_text() == (REPORTS / "gist.md").read_text()
 
 
@@ -187,7 +181,7 @@ def test_dual_report_states_the_reproduced_numbers():
     the stored result of `xmodal reproduce dual`, rounded as the report rounds."""
     from xmodal.reproduce.dual_report import ood_rows, test_table
 
-    stored = _stored("dual_encoder.json")
+    stored = stored_result("dual_encoder.json")
 
     def cells(line: str) -> list[str]:
         return [c.strip().strip("*") for c in line.split("|")[1:-1]]
@@ -210,6 +204,6 @@ def test_dual_hodosh_numbers_reproduce(flickr8k_root):
                     "(minutes on a cold cache); set XMODAL_REPRODUCE_SLOW=1")
     from xmodal.reproduce.dual import evaluate_models
 
-    stored = _stored("dual_encoder.json")["test"]["flickr8k-hodosh"]
+    stored = stored_result("dual_encoder.json")["test"]["flickr8k-hodosh"]
     res = evaluate_models(("dual",), ("flickr8k-hodosh",), flickr8k_root.parent)
     _same(res["flickr8k-hodosh"]["dual"], stored["dual"], tol=1e-6)

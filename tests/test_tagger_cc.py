@@ -108,7 +108,7 @@ def test_report_is_rendered_from_the_stored_results():
     root = Path(__file__).resolve().parents[1]
     path = root / "benchmarks" / "results" / "tagger.json"
     if not path.is_file():
-        pytest.skip("no stored tagger results (python scripts/train_tagger.py)")
+        pytest.skip("no stored tagger results (xmodal reproduce tagger)")
     res = json.loads(path.read_text())
     assert (root / "reports" / "tagger.md").read_text() == markdown(res)
     assert set(res["everyday_added"]) <= set(res["everyday_words"])
@@ -153,3 +153,29 @@ def test_flickr8k_tagger_selection_is_the_relevance_reports():
     path = Path(__file__).resolve().parents[1] / "benchmarks" / "results" / "relevance_models.json"
     if path.is_file():
         assert json.loads(path.read_text())["flickr"]["selection"]["neural"] == rows
+
+
+def test_reproduce_tagger_cli_passes_its_options_and_rejects_bad_penalties(monkeypatch, tmp_path):
+    from typer.testing import CliRunner
+
+    import xmodal.reproduce.tagger as T
+    from xmodal.cli import app
+
+    seen = {}
+
+    def fake(*args, **kwargs):
+        seen["args"], seen["kwargs"] = args, kwargs
+        return {"model_out": str(tmp_path / "m"), "installed": False,
+                "install_rule": {"reason": "not asked"}}
+
+    monkeypatch.setattr(T, "reproduce", fake)
+    r = CliRunner().invoke(app, ["reproduce", "tagger", "--l2s", "1e-6,1e-5", "--min-images",
+                                 "10", "--out", str(tmp_path), "--report",
+                                 str(tmp_path / "t.md")])
+    assert r.exit_code == 0, r.output
+    data, cc, backbone, min_images, model_out, install, out, report, cmd, l2s = seen["args"]
+    assert (min_images, install, out, l2s) == (10, False, tmp_path, (1e-6, 1e-5))
+    assert cmd == "xmodal reproduce tagger --min-images 10 --l2s 1e-6,1e-5"
+    assert seen["kwargs"] == {"ship": False}
+    r = CliRunner().invoke(app, ["reproduce", "tagger", "--l2s", "a,b"])
+    assert r.exit_code != 0 and "not a list of numbers" in r.output

@@ -5,6 +5,7 @@ import json
 from pathlib import Path
 
 import pytest
+from stored_results import stored
 from typer.testing import CliRunner
 
 from xmodal.errors import XmodalError
@@ -18,15 +19,8 @@ MODELS = ("random", "cm", "sm", "scm", "ksm", "ksm-qe")
 RECALL = [r / 10 for r in range(11)]
 
 
-def _load(name: str) -> dict:
-    path = RESULTS / name
-    if not path.is_file():
-        pytest.skip(f"{path} is not in this checkout")
-    return json.loads(path.read_text())
-
-
 def test_stored_report_is_what_the_stored_json_renders():
-    res, eval_res = _load("wikipedia_reproduction.json"), _load("wikipedia_eval.json")
+    res, eval_res = stored("wikipedia_reproduction.json"), stored("wikipedia_eval.json")
     assert markdown(res, eval_res) == (ROOT / "reports" / "wikipedia.md").read_text()
     assert tables(res) == (RESULTS / "wikipedia_tables.md").read_text()
 
@@ -183,7 +177,7 @@ def test_numbers_of_the_diagnostics_are_rendered_from_the_json_without_a_dagger(
 
 
 def test_numbers_of_the_exploration_are_rendered_from_the_json_without_a_dagger():
-    md = _flat(markdown(_synthetic(BASE), _load("wikipedia_eval.json")))
+    md = _flat(markdown(_synthetic(BASE), stored("wikipedia_eval.json")))
     assert "†" not in md
     assert "| 0.2949 / 0.2933 / 0.2907 |" in md
     assert "| 0.2929 (also not saveable without pickle) |" in md

@@ -10,7 +10,7 @@ Flickr8K keywords and is small). It is saved in the one model-directory format
     tagger.tag("photo.jpg", n=5)        # [("dog", 0.91), ("grass", 0.52), ...]
 
 The default model lives in ``xmodal/assets/tag/`` (Flickr8K + Conceptual Captions, Lite2
-features, 1,023 words; trained by ``scripts/train_tagger.py``, ``reports/tagger.md``); the
+features, 1,023 words; trained by ``xmodal reproduce tagger``, ``reports/tagger.md``); the
 Flickr8K-only tagger shipped before, the neural row of the relevance report, in
 ``xmodal/assets/tag-flickr8k/``;
 :func:`train_keyword_tagger` (``xmodal train tagger``) trains one on your own captioned photos.

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from xmodal.errors import XmodalError
 from xmodal.eval.compare import compare
 from xmodal.eval.metrics import retrieval_metrics
 from xmodal.reproduce.output import log
@@ -174,8 +175,8 @@ def reproduce(systems=None, singles=None, data=None, out=None, report=None, figu
     from pathlib import Path
 
     from xmodal.provenance import git_commit
-    from xmodal.reproduce.hodosh_report import plot_recall_curves, render
-    from xmodal.reproduce.output import REPORTS, RESULTS, read_json, record, utc_now
+    from xmodal.reproduce.hodosh_report import plot_recall_curves
+    from xmodal.reproduce.output import REPORTS, RESULTS, record, utc_now
 
     systems = list(systems or DEFAULT_SYSTEMS)
     singles = [s for s in systems if s != "nn"] if singles is None else list(singles)
@@ -183,13 +184,35 @@ def reproduce(systems=None, singles=None, data=None, out=None, report=None, figu
     res["date"], res["git_commit"] = utc_now(), git_commit()
     if figures is not None:
         plot_recall_curves(res, Path(figures) / "hodosh_recall_at_k.png")
-    saved = {k: v for k, v in res.items() if not k.startswith("_")}
-    record("hodosh_reproduction", json.loads(json.dumps(saved, default=float)), command,
-           out or RESULTS)
+    saved = json.loads(json.dumps({k: v for k, v in res.items() if not k.startswith("_")},
+                                  default=float))
+    record("hodosh_reproduction", saved, command, out or RESULTS)
     report = Path(report or REPORTS / "hodosh.md")
     report.parent.mkdir(parents=True, exist_ok=True)
-    originals = (read_json(Path(out or RESULTS) / "hodosh_originals.json")
-                 or read_json(RESULTS / "hodosh_originals.json"))  # its section, if it was run
-    report.write_text(render(res, command, extra, originals or None))
+    report.write_text(report_text(out or RESULTS, extra))
     log(f"wrote {report}")
     return res
+
+
+def report_text(results_dir=None, extra: str = "") -> str:
+    """``reports/hodosh.md`` from the stored results: ``hodosh_reproduction.json`` and, where
+    recorded, ``hodosh_originals.json`` and the KCCA cost benchmarks, read from ``results_dir``
+    and else from the repository's ``benchmarks/results``."""
+    from pathlib import Path
+
+    from xmodal.reproduce.hodosh_report import render
+    from xmodal.reproduce.hodosh_summary import summary
+    from xmodal.reproduce.output import RESULTS, read_json
+
+    def stored(name: str) -> dict:
+        return read_json(Path(results_dir or RESULTS) / f"{name}.json") or read_json(
+            RESULTS / f"{name}.json")
+
+    main = stored("hodosh_reproduction")
+    if not main:
+        raise XmodalError(f"no hodosh_reproduction.json in {results_dir or RESULTS}; run "
+                          "xmodal reproduce hodosh")
+    res = main["results"]
+    originals = stored("hodosh_originals") or None  # its section, if it was run
+    costs = {name: stored(name) for name in ("kcca_train", "kcca_exact")}
+    return render(res, main["command"], extra, originals, summary(res, originals, costs, main))

@@ -398,30 +398,6 @@ def image_sizes(ds: dict) -> dict:
 
 
 # ------------------------------------------------------------------------------ reproduce
-def full_scale_reference(stored: dict) -> dict:
-    """Each paper claim next to our full 8K number (from a ``hodosh_reproduction.json``) and
-    where the controlled runs measure the same metric (cross-validation, pooled)."""
-    from xmodal.reproduce.hodosh_report import PAPER_CLAIMS
-
-    metrics = stored.get("results", {}).get("metrics", {})
-    out = []
-    for text, paper, key in PAPER_CLAIMS:
-        if key[0] == "expert":
-            continue  # no expert judgments inside the small pools
-        protocol, d, system, metric = key
-        ours = metrics.get(protocol, {}).get(d, {}).get(system, {}).get(metric)
-        if ours is None:
-            continue
-        row = {"claim": text, "paper": paper, "ours": 100 * ours, "system": system,
-               "direction": d, "metric": metric,
-               "controlled": ["cv", "crowd" if protocol.endswith("crowd") else "gold"]}
-        for tag in ("full", "448-full"):  # exact kernels at 224 px and at 448 px
-            v = metrics.get(protocol, {}).get(d, {}).get(f"{system}-{tag}", {}).get(metric)
-            row[f"ours_{tag.replace('-', '_')}"] = None if v is None else 100 * v
-        out.append(row)
-    return {"claims": out, "source": {k: stored.get(k) for k in ("command", "commit", "date")}}
-
-
 def prime(ds: dict, conditions: Sequence[str]) -> dict[str, float]:
     """Codebooks (from the official training photos of the set), visual words and image kernels
     of every copy over the whole set; seconds per copy."""
@@ -446,7 +422,7 @@ def reproduce(originals: str | Path | None = None, systems: Sequence[str] | None
     """Run everything, write ``hodosh_originals.json`` and the report's section from it."""
     import json
 
-    from xmodal.reproduce.hodosh_report import write_originals_section
+    from xmodal.reproduce.hodosh_report import full_scale_reference, write_originals_section
     from xmodal.reproduce.output import REPORTS, RESULTS, record
 
     systems = list(systems or DEFAULT_SYSTEMS)
@@ -474,5 +450,6 @@ def reproduce(originals: str | Path | None = None, systems: Sequence[str] | None
     saved = json.loads(json.dumps(res, default=float))
     path = record(RESULT, saved, command, out or RESULTS)
     log(f"wrote {path}")
-    write_originals_section(Path(report or REPORTS / "hodosh.md"), json.loads(path.read_text()))
+    write_originals_section(Path(report or REPORTS / "hodosh.md"), json.loads(path.read_text()),
+                            stored)
     return res

@@ -45,61 +45,10 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
-SUMMARY = """
-## Summary
-
-* Every system runs end to end on all three protocols (tables 1-3), trained from pixels and
-  caption text; `xmodal train kcca ... --out DIR` and `xmodal eval --protocol flickr8k-hodosh
-  --model DIR` reproduce one system.
-* **The paper's numbers are not reached** with the paper's pixel features on our 224x224
-  re-encoded images: annotation R@1 of Tri5Sem is 4.3 against 8.3, S@10 39.1 / 36.7 against
-  49.1 / 48.5, R-precision 9.2 / 7.5 against 13.4 / 13.7 (every gap is in "Paper numbers against
-  ours", and what we tried is listed under it). Some of the paper's orderings hold. NN is far
-  below every KCCA model, and BoW5 beats BoW1. In annotation, Tri5Sem has the best R@1 (4.3),
-  R@10 (22.4), median rank (52) and R-precision (9.2) of the pixel-feature systems; the median
-  rank gain is significant (p <= 0.01) against every other pixel-feature system. Its R-precision lead over
-  TagRank and Tri5 is not significant here, whereas the paper found Tri5Sem significantly better
-  than every model on R-precision. In search, TagRank is as good as Tri5Sem.
-* **Our approximations are not the cause.** Retraining on the exact 6,000 x 6,000 image and
-  text kernels at rank 3,000 (the `-full` rows, as the paper's exact KCCA) moves every number by
-  about a point at most (Tri5Sem annotation R@1 4.6, S@10 39.6 / 39.2, R-P 9.9 / 7.6).
-* **Image resolution explains part of the gap, not all of it.** The section "Originals against
-  our 224-px copies" runs the same pipeline on 1,000 original-resolution Flickr8K photos and on
-  our copies of the same photos: the originals win by 2-5 points of R@10 and 1-3 places of
-  median rank in cross-validation (significant for every system), but move R@1 little;
-  shrinking them to 224x224 here loses what our copies lose (the detail, not the re-encode), and
-  enlarging our copies to 448x448 restores the originals' kernel statistics but not their gain.
-  Carried over to the 8K numbers (two estimates, wide intervals), the originals would close
-  roughly 35-70% of Tri5Sem's S@10 gaps, 1-40% of its R-precision gaps and under a tenth of its
-  R@1 gap; the rest is not resolution and not the KCCA.
-* **Lower resolution costs more.** Halving the resolution once more (112x112, same
-  pixel-level feature parameters; row `BoW5 on 112x112 images`) costs BoW5 about a quarter of its
-  R@5 (12.9 -> 9.9 annotation, 12.9 -> 10.3 search) and 20 places of median rank. The paper's
-  images are about 2.2x larger per side than ours.
-* **Restoring the descriptors' scale recovers part of the gap.** Enlarging our images to
-  448x448 before feature extraction (cubic interpolation; it adds no detail, but 4-pixel colour
-  blocks and 16-pixel SIFT patches then cover as much of the scene, and as densely, as on the
-  ~500x375 originals) gives Tri5Sem R@10 24.6 / 23.8 and median rank 46 / 47 (from 22.4 / 21.3
-  and 52 / 56, significant), crowd S@10 42.4 / 40.9 and R-precision 10.2 / 8.5; with exact
-  kernels as well, S@10 43.1 / 42.2 and R-precision 10.3 / 8.8. R@1 does not move (4.2-4.6),
-  and the gap to the paper shrinks by a third to a half on S@10 and R-precision but does not
-  close; on the 1,000 originals the same enlargement gains less than the originals do.
-* **Modern image features change the picture**: the same KCCA + Borda framework over
-  EfficientNet-Lite0 features gives annotation R@1 17-18, R@10 55-56, median rank 8 and
-  crowd S@10 about 70%, far above both our pixel-feature systems and the paper's numbers.
-* KCCA on all 30,000 training captions (6,000 images x 5, every pair an item) trains in
-  ~11 minutes at rank 1,500 with a 2.1 GB peak (`benchmarks/results/kcca_train.json`); the exact
-  solver would need two 30,000 x 30,000 matrices (7.2 GB each in float64). The exact-kernel
-  Tri5Sem (6,000 items, rank 3,000) trained in 480 s with a 2.7 GB peak resident set
-  (`/usr/bin/time -v`, image and text kernels computed in the same run); with the kernels
-  cached, `python -m benchmarks.kcca_exact` trains it through `xmodal train kcca --landmarks
-  6000 --rank 3000` in 101 s with a 2.4 GB peak and reproduces the row exactly
-  (`benchmarks/results/kcca_exact.json`).
-"""
-
-
 COST = """
-## Cost on this machine (2 shared cores, other jobs running)
+## Cost on this machine (first run, 2 shared cores, other jobs running)
+
+Timings of the first full run, written down at the time; `xmodal reproduce hodosh` does not measure them again.
 
 * Visual words for 8,091 images (colour, texture, dense SIFT, codebooks included): 454 s.
 * Pyramid kernel blocks (3 features): 1,000 x 1,500 in ~55 s; 6,000 x 1,500 in 315 s;
@@ -218,6 +167,8 @@ def paper_comparison(res: dict) -> str:
 TRIED = """
 ### What was tried to close the gap (exploratory dev runs, BoW5 text kernel)
 
+Exploratory runs made while the systems were built, written down at the time; `xmodal reproduce hodosh` does not rerun them (it reruns the chosen settings).
+
 Dev pool, best (R@5 + R@10) over n per setting, annotation / search R@5 and R@10 in %:
 
 | Setting | Ann. R@5 | Ann. R@10 | Search R@5 | Search R@10 |
@@ -241,13 +192,10 @@ Tri5Sem (text kernel against the 1,500 landmarks), text diagonal factor d, best 
 
 So the paper's kappa grid and p = 2 are kept, d = 1 for the positive-definite text kernels and
 d = 4 for Tri5Sem. A larger low-rank approximation helps
-moderately (rank 3,000 over 3,000 landmarks: about +1.5 points of R@5 / R@10 and +1 of R@1 on
-dev). On the test pool, the exact-kernel systems (`-full` rows: all 6,000 training images,
-rank 3,000, the dev grid extended to n = 3,000) gain about a point at most over the
-1,500-landmark systems, and stay well below the paper's numbers. The largest single factor is the
-image representation: the 112x112 ablation loses about a quarter of BoW5's R@5, and the same text
-kernels over EfficientNet-Lite0 features are 3-4x better on every metric (rows
-`+ EfficientNet-Lite0`).
+moderately on dev (rank 3,000 over 3,000 landmarks: about +1.5 points of R@5 / R@10 and +1 of
+R@1), which is why the exact-kernel systems (`-full` rows: all 6,000 training images, rank 3,000,
+the dev grid extended to n = 3,000) were added; the Summary says what they change on the test
+pool.
 """
 
 
@@ -280,8 +228,11 @@ def plot_recall_curves(res: dict, path: Path) -> None:
     plt.close(fig)
 
 
-def render(res: dict, command: str, extra_md: str = "", originals: dict | None = None) -> str:
-    """The whole report; ``originals`` (a ``hodosh_originals.json`` payload) adds its section."""
+def render(res: dict, command: str, extra_md: str = "", originals: dict | None = None,
+           summary_md: str = "") -> str:
+    """The whole report; ``originals`` (a ``hodosh_originals.json`` payload) adds its section,
+    compared with the 8K numbers of ``res``; ``summary_md``: the Summary section
+    (:func:`xmodal.reproduce.hodosh_summary.summary`)."""
     systems = [s for s in res["systems"] if not s.endswith("@single")]
     singles = [s for s in res["systems"] if s.endswith("@single")]
     L = []
@@ -295,7 +246,7 @@ def render(res: dict, command: str, extra_md: str = "", originals: dict | None =
       "ratio not kept, JPEG quality 90), so the pixel features (colour, texture, SIFT) see less "
       "detail than the paper's. Numbers in *italics* are the paper's, where its text states them "
       "(most of its tables were lost in the extraction we have).\n")
-    A(SUMMARY)
+    A(summary_md)
     A(METHODS)
     A(extra_md)
     sig = res.get("significance", {})
@@ -363,7 +314,7 @@ def render(res: dict, command: str, extra_md: str = "", originals: dict | None =
           f"{pct(e['judged>=2.66'])} | {pct(e['top_is_gold'])} |")
 
     if originals:
-        A("\n" + originals_section(originals))
+        A("\n" + originals_section(with_full_scale(originals, main_record(res, command))))
     A(paper_comparison(res))
     A(TRIED)
     A(COST)
@@ -607,19 +558,61 @@ def gap_table(res: dict) -> list[str]:
     return L
 
 
+def cv_pairs(res: dict) -> list[tuple[str, str]]:
+    """(system, direction) pairs of a ``hodosh_originals.json`` result."""
+    return [(s, d) for s in res["systems"] for d in ("i2t", "t2i")]
+
+
+def cv_span(res: dict, copy: str, metric: str, scale: float = 100.0) -> tuple[float, float]:
+    """Smallest and largest cross-validated difference ``copy`` - 224 over the pairs."""
+    eff = res["effects"]["cv"]["gold"]
+    v = [scale * eff[d][s][copy][metric]["diff"] for s, d in cv_pairs(res)]
+    return min(v), max(v)
+
+
+def cv_n_sig(res: dict, copy: str, metric: str, rel: str = "gold") -> int:
+    """In how many pairs ``copy`` differs from 224 at p <= 0.05 (cross-validation)."""
+    test = "rank" if metric == "medR" else metric
+    sig = res["significance"]["cv"][rel]
+    return sum(sig[d][s][copy][test] <= 0.05 for s, d in cv_pairs(res))
+
+
+def kappa_sentence(res: dict) -> str:
+    """Which kappa the cross-validated dev selection chose most often, per copy."""
+    sel = res.get("selection", {}).get("cv", {})
+    share: dict[str, dict[str, float]] = {}
+    for per in sel.values():
+        for copy, t in per.items():
+            for d in ("i2t", "t2i"):
+                for k, v in t[d]["kappa_share"].items():
+                    share.setdefault(copy, {}).setdefault(k, 0.0)
+                    share[copy][k] += v
+    if not share:
+        return ""
+    top = {c: max(v, key=v.get) for c, v in share.items()}
+    largest = max((k for v in share.values() for k in v), key=float)
+    if len(set(top.values())) == 1:
+        k = next(iter(top.values()))
+        what = (f"kappa = {float(k):g}" + (", the largest of the paper's grid," if k == largest
+                                           else "") + " is the most frequent choice for every "
+                "copy")
+    else:
+        what = "the most frequent kappa: " + ", ".join(f"{c} {float(k):g}"
+                                                       for c, k in top.items())
+    return (f"The dev selection's choices of (kappa, n) per copy are in the table below ({what}; "
+            "larger kappas were worse on the 8K dev pool, see 'What was tried').")
+
+
 def originals_conclusion(res: dict) -> list[str]:
     """The plain statement: what resolution does, what the controls say, what remains."""
-    ref, eff, sig = res["reference"], res["effects"]["cv"]["gold"], res["significance"]["cv"]
-    systems = res["systems"]
-    pairs = [(s, d) for s in systems for d in ("i2t", "t2i")]
+    ref, eff = res["reference"], res["effects"]["cv"]["gold"]
+    pairs = cv_pairs(res)
 
     def span(copy: str, metric: str, scale: float = 100.0) -> tuple[float, float]:
-        v = [scale * eff[d][s][copy][metric]["diff"] for s, d in pairs]
-        return min(v), max(v)
+        return cv_span(res, copy, metric, scale)
 
-    def n_sig(copy: str, metric: str, rel: str = "gold") -> int:
-        test = "rank" if metric == "medR" else metric
-        return sum(sig[rel][d][s][copy][test] <= 0.05 for s, d in pairs)
+    def n_sig(copy: str, metric: str) -> int:
+        return cv_n_sig(res, copy, metric)
 
     def ratios(copy: str, metric: str) -> tuple[float, float]:
         v = [eff[d][s][copy][metric]["ratio"] for s, d in pairs]
@@ -628,16 +621,23 @@ def originals_conclusion(res: dict) -> list[str]:
     n = len(pairs)
     r10, r1, med = span("originals", "R@10"), span("originals", "R@1"), span("originals", "medR", 1)
     q10 = ratios("originals", "R@10")
+    real = r10[0] > 0 and n_sig("originals", "R@10") * 2 >= n
+    official = res["significance"].get("official", {}).get("gold", {})
+    n_official = sum(official[d][s]["originals"]["R@10"] <= 0.05 for s, d in pairs
+                     if "originals" in official.get(d, {}).get(s, {}))
     L = ["\n#### Conclusion\n",
-         f"* **Resolution matters, and the effect is real but moderate.** On the same photos, "
-         f"with everything else equal, the originals beat our 224-px copies in the "
+         ("* **Resolution matters, and the effect is real but moderate.** " if real else
+          "* **Resolution: what the originals change.** ")
+         + "On the same photos, with everything else equal, the originals "
+         + ("beat" if r10[0] > 0 else "differ from")
+         + " our 224-px copies in the "
          f"cross-validation by {r10[0]:+.1f} to {r10[1]:+.1f} points of R@10 (ratio "
          f"{q10[0]:.2f}-{q10[1]:.2f}; p <= 0.05 in {n_sig('originals', 'R@10')} of {n} "
          f"system x task pairs) and {med[0]:+.0f} to {med[1]:+.0f} places of median rank "
          f"(p <= 0.05 in {n_sig('originals', 'medR')} of {n}); R@1 moves by {r1[0]:+.1f} to "
          f"{r1[1]:+.1f} points (p <= 0.05 in {n_sig('originals', 'R@1')} of {n}). On the "
-         "official split of the set (125 queries per task) the same differences are mostly "
-         "within the noise."]
+         "official split of the set (125 queries per task) "
+         f"{n_official} of the {n} R@10 differences reach p <= 0.05."]
     agree = res["features"]["agreement"].get(ref, {}).get("originals")
     if agree:
         hist = res["features"]["shared_codebook"]
@@ -651,12 +651,15 @@ def originals_conclusion(res: dict) -> list[str]:
                  "most, colour hardly at all.")
     if "originals@224" in res["conditions"]:
         a = span("originals@224", "R@10")
-        L.append("* **The re-encode itself costs nothing measurable.** The originals shrunk to "
-                 f"224x224 here behave like our copies (R@10 {a[0]:+.1f} to {a[1]:+.1f} points; p <= 0.05 "
+        same = n_sig("originals@224", "R@10") == 0
+        L.append(("* **The re-encode itself costs nothing measurable.** The originals shrunk to "
+                  "224x224 here behave like our copies" if same else
+                  "* **The re-encode.** The originals shrunk to 224x224 here against our copies")
+                 + f" (R@10 {a[0]:+.1f} to {a[1]:+.1f} points; p <= 0.05 "
                  f"in {n_sig('originals@224', 'R@10')} of {n} pairs, its kernel correlates "
                  f"{res['features']['agreement'][ref]['originals@224']['combined']['pearson']:.3f}"
-                 " with ours): what our copies lose is the detail of the larger images, not "
-                 "JPEG quality or the aspect ratio.")
+                 " with ours)" + (": what our copies lose is the detail of the larger images, "
+                                  "not JPEG quality or the aspect ratio." if same else "."))
     if "224@448" in res["conditions"]:
         a, st = span("224@448", "R@10"), res["features"]["kernel_stats"]
         agree = res["features"]["agreement"]
@@ -672,11 +675,9 @@ def originals_conclusion(res: dict) -> list[str]:
                  f"{agree['originals'][ref]['combined']['pearson']:.3f}), but only "
                  f"{a[0]:+.1f} to {a[1]:+.1f} points of R@10 (p <= 0.05 in "
                  f"{n_sig('224@448', 'R@10')} of {n}). So the originals' gain is not a kernel "
-                 "scale or normalisation that a setting could restore. The dev selection picks "
-                 "similar (kappa, n) for every copy (table below; kappa = 5, the largest of the "
-                 "paper's grid, is the most frequent choice for every copy, and larger kappas "
-                 "were worse on the 8K dev pool, see 'What was tried'). There is no cheap fix "
-                 "for the 8K reproduction: it needs the original photos.")
+                 "scale or normalisation that a setting could restore. " + kappa_sentence(res)
+                 + " There is no cheap fix for the 8K reproduction: it needs the original "
+                 "photos.")
     vs = res.get("against_enlarged", {}).get("cv", {}).get("gold", {})
     if vs:
         d10 = [100 * vs[d][s]["effect"]["R@10"]["diff"] for s, d in pairs]
@@ -714,15 +715,54 @@ def originals_conclusion(res: dict) -> list[str]:
                  "scales our measured 448-px 8K numbers by the originals' ratio over the "
                  "enlargement. Their 95% intervals are wide (pools of 125).")
         rest = [(n, [100 - x for x in v]) for n, v in main]
+        exact_share = max(100 * (r["ours_full"] - r["ours"]) / (r["paper"] - r["ours"])
+                          for r in rows if r.get("ours_full") is not None)
         L.append("* **What remains** for Tri5Sem: "
                  + join([f"{span(v)} of the {n} gaps" for n, v in rest])
-                 + ". The KCCA is not it (exact kernels move the 8K numbers by about a point, "
-                 "`-full` rows), nor the re-encode, the kernel scale or the dev selection "
+                 + f". The KCCA is not it (exact kernels close at most {exact_share:.0f}% of "
+                 "a gap, `-full` rows), nor the re-encode, the kernel scale or the dev selection "
                  "(above). The candidates we cannot test without the paper's materials are the "
                  "lost texture filter bank (ours is an oriented-edge bank), codebooks learned on "
                  "PASCAL rather than Flickr8K, the BNC statistics behind Tri5Sem (GloVe here) "
                  "and details of the caption preprocessing.")
     return L
+
+
+def full_scale_reference(stored: dict) -> dict:
+    """Each paper claim next to our full 8K number (from a ``hodosh_reproduction.json`` record)
+    and where the controlled runs measure the same metric (cross-validation, pooled)."""
+    metrics = stored.get("results", {}).get("metrics", {})
+    out = []
+    for text, paper, key in PAPER_CLAIMS:
+        if key[0] == "expert":
+            continue  # no expert judgments inside the small pools
+        protocol, d, system, metric = key
+        ours = metrics.get(protocol, {}).get(d, {}).get(system, {}).get(metric)
+        if ours is None:
+            continue
+        row = {"claim": text, "paper": paper, "ours": 100 * ours, "system": system,
+               "direction": d, "metric": metric,
+               "controlled": ["cv", "crowd" if protocol.endswith("crowd") else "gold"]}
+        for tag in ("full", "448-full"):  # exact kernels at 224 px and at 448 px
+            v = metrics.get(protocol, {}).get(d, {}).get(f"{system}-{tag}", {}).get(metric)
+            row[f"ours_{tag.replace('-', '_')}"] = None if v is None else 100 * v
+        out.append(row)
+    return {"claims": out, "source": {k: stored.get(k) for k in ("command", "commit", "date")}}
+
+
+def main_record(res: dict, command: str) -> dict:
+    """``res`` (an :func:`xmodal.reproduce.hodosh.evaluate` result) as a stored record."""
+    return {"command": command, "commit": res.get("git_commit"), "date": res.get("date"),
+            "results": res}
+
+
+def with_full_scale(payload: dict, record: dict | None) -> dict:
+    """The originals payload compared with the 8K numbers of ``record`` (the report's own),
+    instead of the ones recorded when the originals ran."""
+    if not record or not record.get("results", {}).get("metrics"):
+        return payload
+    results = dict(payload["results"], full_scale=full_scale_reference(record))
+    return dict(payload, results=results)
 
 
 def originals_section(payload: dict) -> str:
@@ -774,9 +814,11 @@ def with_originals_section(text: str, section: str) -> str:
     return text.rstrip("\n") + "\n\n" + section
 
 
-def write_originals_section(path: Path, payload: dict) -> None:
-    """Rewrite only the originals section of the report at ``path``."""
+def write_originals_section(path: Path, payload: dict, main: dict | None = None) -> None:
+    """Rewrite only the originals section of the report at ``path``, compared with the 8K
+    numbers of ``main`` (a ``hodosh_reproduction.json`` record) where given."""
     path = Path(path)
     text = path.read_text() if path.is_file() else "# Hodosh et al. (2013) on Flickr8K\n"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(with_originals_section(text, originals_section(payload)))
+    section = originals_section(with_full_scale(payload, main))
+    path.write_text(with_originals_section(text, section))

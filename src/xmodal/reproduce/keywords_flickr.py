@@ -126,7 +126,7 @@ def experiment(data=None, seed: int = 0, kinds=("grid", "effnet"), neural: bool 
         head = KeywordHead.load(FLICKR8K_MODEL_DIR)
         if head.vocabulary_ != words:
             raise XmodalError("the shipped tagger has another vocabulary: retrain it with "
-                              "scripts/train_tagger.py first")
+                              "xmodal reproduce tagger first")
         pooled = flickr8k_pooled_features(f8)
         x_test = pooled["pooled"][np.array([pooled["index"][i] for i in splits["test"]])]
         out["selection"]["neural"] = tagger_selection(FLICKR8K_MODEL_DIR)

@@ -4,8 +4,8 @@ Runs :func:`xmodal.mitl.pipeline.run_simulated_study` on the Flickr8K Hodosh poo
 recorded crowd and expert judgments (the default five annotators, all 1,000 queries per
 direction, three extra ranked models), keeps every number in
 ``mitl_flickr8k_{crowd,expert}.json`` (results folder), the yield figures in
-``reports/figures/mitl_yield_*.png``, and writes the report's tables below its hand-written
-part. The campaign databases (~50 MB each) go to a work folder.
+``reports/figures/mitl_yield_*.png``, and writes the report's findings
+(:mod:`xmodal.reproduce.mitl_findings`) and tables below its hand-written head. The campaign databases (~50 MB each) go to a work folder.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def reproduce(command: str, data=None, work: Path | None = None, out: Path | Non
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ds = load_flickr8k(data)
-    results, sections = {}, []
+    results = {}
     for source in ("crowd", "expert"):
         res = run_simulated_study(protocol, recorded_from_flickr8k(ds, source), source,
                                   work / f"{source}.db", log=log)
@@ -143,8 +143,18 @@ def reproduce(command: str, data=None, work: Path | None = None, out: Path | Non
         write_json(out / f"mitl_flickr8k_{source}.json", res)
         plot_yield(res["yield"], figures / f"mitl_yield_{source}.png",
                    f"flickr8k-hodosh, simulated {source} judges")
-        sections.append(section(res, source))
         results[source] = res
-    head = report.read_text().split(MARK)[0] if report.is_file() else "# MITL on Flickr8K\n\n"
-    report.write_text(head + MARK + "\n\n" + "\n\n".join(sections) + "\n")
+    report.write_text(render(report.read_text() if report.is_file() else "", results))
     return results
+
+
+def render(existing: str, results: dict) -> str:
+    """The report: the hand-written head of ``existing`` (the text above the generated mark:
+    how to regenerate, what was run), then the findings and tables of ``results``
+    ({"crowd": ..., "expert": ...})."""
+    from xmodal.reproduce.mitl_findings import findings
+
+    head = existing.split(MARK)[0] if MARK in existing else "# MITL on Flickr8K\n\n"
+    sections = [section(results[s], s) for s in ("crowd", "expert")]
+    return (head + MARK + "\n\n" + findings(results["crowd"], results["expert"]) + "\n"
+            + "\n\n".join(sections) + "\n")

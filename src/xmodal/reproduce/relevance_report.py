@@ -59,7 +59,7 @@ def write_report(results: dict, nested: dict, report: Path, figure: Path | None 
              "(seed 0): `--part corel`, `--part flickr --features grid "
              "--no-neural`, `--part flickr --features effnet --no-neural`, `--part flickr "
              "--features ''` (the neural row evaluates the shipped tagger trained by "
-             "`python scripts/train_tagger.py`).", ""]
+             "`xmodal reproduce tagger`).", ""]
     lines += summary(results, nested) + [""]
     lines += INTRO.splitlines() + [""]
     corel = results.get("corel")
@@ -151,7 +151,7 @@ def write_report(results: dict, nested: dict, report: Path, figure: Path | None 
                       " queries); relevant = the image's keywords contain every query word."]
         sel = fl.get("selection", {}).get("neural")
         if sel:
-            lines += ["", "Neural head, dev-split selection (scripts/train_tagger.py):", "",
+            lines += ["", "Neural head, dev-split selection (xmodal reproduce tagger):", "",
                       "| L2 | word-prior power | mean P | mean R | mean F1 | #words recall>0 |",
                       "|---|---|---|---|---|---|"]
             lines += [f"| {r['l2']:g} | {r['prior_power']:g} | {r['mean_P']:.3f} | "

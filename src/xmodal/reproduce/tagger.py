@@ -222,7 +222,7 @@ def round_summary(res: dict) -> dict:
 
 def reproduce(data=None, cc_data=None, backbone: str | None = None, min_images: int = 25,
               model_out=None, install: bool = False, out=None, report=None,
-              command: str = "python scripts/train_tagger.py", l2s=L2S,
+              command: str = "xmodal reproduce tagger", l2s=L2S,
               ship: bool = False) -> dict:
     """Train both taggers, evaluate, compare; save the new one to ``model_out`` (and to the
     shipped assets when ``install`` and :func:`install_rule` allow, or when ``ship``: installed
