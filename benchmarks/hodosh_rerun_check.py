@@ -56,6 +56,8 @@ def compare_results(new: dict, old: dict) -> dict:
     for s, e in new["expert"].items():
         _walk(e, old["expert"][s], ["expert", s], out)
     for key in ("significance", "expert_significance", "selection"):
+        if key not in new:
+            continue  # a run of a subset without that part (e.g. no Tri5Sem to test against)
         if key in old:
             _walk(new[key], old[key], [key], out)
         else:
