@@ -233,6 +233,7 @@ def reproduce(data=None, cc_data=None, backbone: str | None = None, min_images: 
     from xmodal.reproduce.output import REPORTS, RESULTS, stamp, write_json
 
     t0 = time.time()
+    provenance_stamp = stamp(command)  # before --install changes the tracked assets
     backbone = backbone or shipped_backbone()
     f8, cc = load_data(data, cc_data)
     log(f"features ({backbone}): Flickr8K and CC18K train/dev/test")
@@ -290,7 +291,7 @@ def reproduce(data=None, cc_data=None, backbone: str | None = None, min_images: 
         tmp.rename(DEFAULT_MODEL_DIR)
         res["installed"] = True
     log(f"install rule {'passed' if ok else 'failed'}: {why}; installed: {res['installed']}")
-    res.update(stamp(command), elapsed_s=round(time.time() - t0, 1))
+    res.update(provenance_stamp, elapsed_s=round(time.time() - t0, 1))
     write_json(path, res)
     Path(report or REPORTS / "tagger.md").write_text(markdown(res))
     log(f"wrote {path} and {report or REPORTS / 'tagger.md'}")
