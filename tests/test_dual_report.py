@@ -285,14 +285,15 @@ def test_the_train_cli_run_is_quoted_from_the_json_when_recorded():
     lr = SHIPPED_STAGE2["top_lr"]
     res["finetune"] = [_stage2(0.0, start + 0.1), _stage2(lr, start + 2.0)]
     two = {"best_epoch": 2, "w": 0.1, "score": start + 2.0, "top_lr": lr, "max_abs_diff": 0.0}
-    res["train_cli"] = {"wall_s": 777, "load_avg_1min_at_end": 2.4, "stage2": two,
-                        "run": {**RUN, "command": "xmodal reproduce dual --train-cli m/stage1"}}
+    res["train_cli_stage2"] = {
+        "wall_s": 777, "load_avg_1min_at_end": 2.4, "stage2": two,
+        "run": {**RUN, "command": "xmodal reproduce dual --train-cli m/stage1"}}
     md = _flat(report_markdown(res, extra))
     assert ("`xmodal reproduce dual --train-cli m/stage1` at `0123456`, 2030-01-01; load average "
             "about 2): 777 s. It chose the same epoch (2) and bridge weight (0.1), with selection "
             f"score {start + 2.0:.2f} against the shipped run's {start + 2.0:.2f}; its arrays "
             "equal the shipped ones exactly.") in md
-    res["train_cli"]["stage2"] = {**two, "best_epoch": 4, "max_abs_diff": 0.02}
+    res["train_cli_stage2"]["stage2"] = {**two, "best_epoch": 4, "max_abs_diff": 0.02}
     md = _flat(report_markdown(res, extra))
     assert "It chose a different epoch (4) and bridge weight (0.1)" in md
     assert "its float16 arrays differ from the shipped ones by up to 0.02 (the head conv's" in md
@@ -310,6 +311,14 @@ def test_the_train_cli_run_is_quoted_from_the_json_when_recorded():
             f"2 and bridge weight 0.1, selection score {start + 2.0:.2f} against the shipped "
             f"run's {start + 2.0:.2f}; its arrays equal the shipped ones exactly.") in md
     assert "OMP_NUM_THREADS=1" not in md  # the historical run is no longer quoted
+    assert "It chose a different epoch (4)" in md  # stage 2 alone is quoted beside it
+    assert "nearby model" not in md  # stage 2 of the full run is bit-exact here
+
+    res["train_cli"]["stage2"] = {**two, "w": 0.0, "score": start + 1.0, "max_abs_diff": 0.004}
+    md = _flat(report_markdown(res, extra))
+    assert ("So the whole recipe gives a nearby model, not the shipped one: stage 1's float-level "
+            "differences (their cause not isolated) change stage 2's dev choices and its selection "
+            "score by -1.00. Stage 2 from the shipped stage 1 (`xmodal train dual --stage2-from") in md
 
 
 # -- the first and second rounds (issue 3): rerun by --variants / --ensembles ---------------------

@@ -386,8 +386,9 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
         res["previous"] = {**previous_models(data=data), "run": stamp(command)}
     if train_cli_from is not None:
         full = str(train_cli_from) == "full"
-        res["train_cli"] = {**train_cli(None if full else train_cli_from, data),
-                            "run": stamp(command)}
+        # the whole recipe and stage 2 alone from the shipped stage 1 are kept side by side
+        res["train_cli" if full else "train_cli_stage2"] = {
+            **train_cli(None if full else train_cli_from, data), "run": stamp(command)}
     if querybank_betas:  # dev only; the test numbers of dual-qb come with the test tables
         from xmodal.models.dual import load_embedding_model
         from xmodal.recipes.querybank import select_beta
