@@ -298,6 +298,11 @@ def dual(
                                   "normalisation of the shipped model (dual-qb), one dev line "
                                   "per beta, e.g. 10,20,30,40,50, plus smaller banks at the "
                                   "best (dev only; needs CC18k)."),
+    image_bank: str = typer.Option("", "--image-bank", help="Seventh round: the querybank "
+                                   "shipped inside the model (every training image, on its top "
+                                   "DIM principal directions, int8), one dev line per DIM and "
+                                   "beta (--querybank's betas, else 10-50), e.g. 64,128,256 "
+                                   "(dev only; needs CC18k)."),
     previous: bool = typer.Option(False, "--previous", help="Also score the earlier default "
                                   "models on the test protocols, from their files in the git "
                                   "history (the comparison rows of the test tables)."),
@@ -335,6 +340,8 @@ def dual(
 
       xmodal reproduce dual --ood dual,dual-qb --querybank 10,20,30,40,50
 
+      xmodal reproduce dual --no-eval --ood '' --image-bank 64,128,256
+
       xmodal reproduce dual --no-eval --ood '' --previous
 
       xmodal reproduce dual --no-eval --ood '' --train-cli full
@@ -352,7 +359,7 @@ def dual(
                    finetune=finetune,
                    finetune_epochs=None if finetune_epochs == 6 else finetune_epochs,
                    finetune_flip=None if finetune_flip == 0.5 else finetune_flip,
-                   querybank=querybank, previous=previous,
+                   querybank=querybank, image_bank=image_bank, previous=previous,
                    train_cli=train_cli)
     reproduce(not no_eval, tuple(_names(ood)), tuple(_names(variants)), tuple(_names(ensembles)),
               max_train, data, out, cmd, broader_names=tuple(_names(broader)),
@@ -360,7 +367,8 @@ def dual(
               finetune_lrs=tuple(float(x) for x in _names(finetune)),
               finetune_epochs=finetune_epochs, finetune_flip=finetune_flip,
               finetune_from=finetune_from,
-              querybank_betas=tuple(float(x) for x in _names(querybank)), previous=previous,
+              querybank_betas=tuple(float(x) for x in _names(querybank)),
+              image_bank_dims=tuple(int(x) for x in _names(image_bank)), previous=previous,
               train_cli_from=None if train_cli is None else
               (train_cli if train_cli == "full" else Path(train_cli)))
     console.print(f"wrote {out / 'dual_encoder.json'} and dual_encoder_tables.md")

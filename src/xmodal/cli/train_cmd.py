@@ -16,7 +16,9 @@ DUAL_HELP = (
     "\n\nTrains on the Flickr8K train split and, with --cc, the Conceptual Captions 18k train "
     "split; the epoch and the bridge weight are selected on the dev split(s) (Flickr8K dev, and "
     "CC dev with --cc). Stage 2 then tunes EfficientNet-Lite2's head conv with the heads (a few "
-    "epochs from the stage-1 model; --no-stage2 skips it). Features are cached on disk (the "
+    "epochs from the stage-1 model; --no-stage2 skips it), and a querybank of the training "
+    "images is stored in the model, its weights in int8 (--no-querybank skips it). Features "
+    "are cached on disk (the "
     "first run extracts them). The options "
     "default to the shipped recipe; each one overrides a value, explicitly."
     "\n\nExamples:\n\n  xmodal train dual --data ../shared/data --out models/dual --cc ../data/cc18k"
@@ -55,6 +57,10 @@ def dual(
                                 "in OUT-stage1). Default: on for that recipe."),
     stage2_from: Path = typer.Option(None, "--stage2-from", help="Skip stage 1: run stage 2 "
                                      "from this saved stage-1 model."),
+    querybank: bool = typer.Option(True, "--querybank/--no-querybank", help="After stage 2, "
+                                   "store a querybank of the training images inside the model "
+                                   "(it reorders image -> text rankings) and its weight "
+                                   "matrices in int8, as the shipped model does."),
     as_json: bool = typer.Option(False, "--json", help="Print the dev-split scores as JSON."),
 ) -> None:
     """Train the dual encoder (see ``DUAL_HELP``)."""
@@ -105,6 +111,11 @@ def dual(
         report, model = finetune(warm_from=stage1, data=data, cc_path=cc,
                                  log=console.print, **SHIPPED_STAGE2)
         model.save(out)
+        if querybank:
+            from xmodal.recipes.querybank import SHIPPED_IMAGE_BANK, ship_with_image_bank
+
+            ship_with_image_bank(out, data=data, cc_path=cc, log=console.print,
+                                 **SHIPPED_IMAGE_BANK)
         console.print(f"saved dual encoder to {out}")
     if as_json:
         print(json.dumps({"out": str(out), **report}, indent=2))

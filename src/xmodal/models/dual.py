@@ -21,7 +21,12 @@ Public surface::
     model = load_embedding_model("openclip:ViT-B-32:/path/to/ckpt.pt")  # needs open-clip-torch
     E = model.embed_images(["a.jpg", pil_image])   # (n, model.dim) float32, unit rows
     T = model.embed_texts(["a cat on a sofa"])     # (m, model.dim) float32, unit rows
-    S = model.score(images, texts)                 # (n, m) = E @ T.T
+    S = model.score(images, texts)                 # (n, m) = E @ T.T, minus caption offsets
+
+A model may carry a querybank of its training images (``querybank_``, see
+:mod:`xmodal.models.querybank`): ``score`` then subtracts from each caption its log-sum-exp
+similarity to those images (``caption_offsets``), which reorders image -> text rankings only;
+the embeddings themselves, and so every text -> image search, are unchanged.
 """
 
 from __future__ import annotations
@@ -114,6 +119,9 @@ class DualEncoder:
         self.heads_ = None
         self.class_text_: np.ndarray | None = None
         self.image_top_: dict[str, np.ndarray] | None = None  # a tuned head conv, if any
+        # a compressed bank of training images and its beta (xmodal.models.querybank), if any
+        self.querybank_: dict[str, Any] | None = None
+        self._querybank_norm = None
         self.meta_: dict[str, Any] = {}
 
     # ----- shape -----------------------------------------------------------------------------
@@ -222,10 +230,30 @@ class DualEncoder:
             encode_texts(texts, progress=progress, encoder=self.text_encoder))
 
     def score(self, images: list[Any], texts: list[str], *, progress: bool = True) -> np.ndarray:
-        """S[n_images, n_texts] cosine similarities (higher = better match)."""
-        return self.embed_images(images, progress=progress) @ self.embed_texts(
-            texts, progress=progress
-        ).T
+        """S[n_images, n_texts] cosine similarities, minus each caption's querybank offset when
+        the model has a querybank (higher = better match)."""
+        text_emb = self.embed_texts(texts, progress=progress)
+        S = self.embed_images(images, progress=progress) @ text_emb.T
+        return (S - self.caption_offsets(text_emb)[None, :]).astype(np.float32)
+
+    def set_querybank(self, compact: dict[str, np.ndarray] | None, beta: float = 0.0) -> None:
+        """Attach a bank of training-image embeddings compressed by
+        :func:`xmodal.models.querybank.compress_bank` (None removes it)."""
+        self.querybank_ = None if compact is None else {**compact, "beta": float(beta)}
+        self._querybank_norm = None
+
+    def caption_offsets(self, text_emb: np.ndarray) -> np.ndarray:
+        """(m,) what ``score`` subtracts from each caption: its log-sum-exp similarity to the
+        querybank's images divided by beta, or zeros without a querybank."""
+        text_emb = np.asarray(text_emb, np.float32)
+        if self.querybank_ is None or not len(text_emb):
+            return np.zeros(len(text_emb), np.float32)
+        if self._querybank_norm is None:
+            from xmodal.models.querybank import QuerybankNorm, expand_bank
+
+            self._querybank_norm = QuerybankNorm(self.querybank_["beta"]).fit(
+                expand_bank(self.querybank_), None)
+        return self._querybank_norm.text_offsets(text_emb).astype(np.float32)
 
     # ----- persistence -----------------------------------------------------------------------
     def get_params(self) -> dict[str, Any]:
@@ -242,24 +270,41 @@ class DualEncoder:
 
     SAVE_TYPE = MODEL_TYPE
     # version 1: weights.npz beside a config without state/provenance; version 3: a tuned head
-    # conv (image_top_) beside the heads, which version-2 readers would ignore (so they refuse)
+    # conv (image_top_) beside the heads, which version-2 readers would ignore (so they refuse);
+    # version 4: int8 weight matrices and/or a querybank, which version-3 readers would misread
     SAVE_VERSION = 2
     TOP_SAVE_VERSION = 3
+    COMPACT_SAVE_VERSION = 4
+    READS = (SAVE_VERSION, TOP_SAVE_VERSION, COMPACT_SAVE_VERSION)
 
-    def save(self, path: str | os.PathLike, provenance: dict | None = None) -> Path:
-        """Write the model directory ``path`` (float16 arrays, no pickle); ``meta_`` (how it
-        was trained and selected) is saved as its provenance."""
-        arrays: dict[str, np.ndarray] = {"class_text": self._class_text().astype(np.float16)}
+    def save(self, path: str | os.PathLike, provenance: dict | None = None,
+             weights: str = "float16") -> Path:
+        """Write the model directory ``path`` (no pickle); ``meta_`` (how it was trained and
+        selected) is saved as its provenance. ``weights="int8"`` stores each weight matrix as
+        int8 with one float16 scale per row (half the size; the shipped model), else float16."""
+        if weights not in ("float16", "int8"):
+            raise XmodalError(f"weights must be 'float16' or 'int8', not {weights!r}")
+        arrays: dict[str, np.ndarray] = {"class_text": self._class_text()}
         if self.has_heads:
-            for k, v in self.heads_.state_arrays().items():
-                arrays[f"heads.{k}"] = v.astype(np.float16)
+            arrays.update({f"heads.{k}": v for k, v in self.heads_.state_arrays().items()})
         state = {"has_heads": self.has_heads,
                  "heads": self.heads_.config() if self.has_heads else None}
         version = self.SAVE_VERSION
         if self.image_top_ is not None:
-            arrays.update({f"top.{k}": v.astype(np.float16) for k, v in self.image_top_.items()})
+            arrays.update({f"top.{k}": v for k, v in self.image_top_.items()})
             state["image_top"] = True
             version = self.TOP_SAVE_VERSION
+        arrays = _int8_matrices(arrays) if weights == "int8" else {
+            k: np.asarray(v).astype(np.float16) for k, v in arrays.items()}
+        if weights == "int8":
+            state["weights"] = "int8"
+            version = self.COMPACT_SAVE_VERSION
+        if self.querybank_ is not None:
+            qb = self.querybank_
+            arrays.update({f"querybank.{k}": qb[k] for k in ("codes", "scales", "mean", "basis")})
+            state["querybank"] = {"beta": qb["beta"], "images": int(len(qb["codes"])),
+                                  "dim": int(qb["basis"].shape[1])}
+            version = self.COMPACT_SAVE_VERSION
         return write_model_dir(path, type=MODEL_TYPE, version=version,
                                params=self.get_params(), arrays=arrays, state=state,
                                provenance={**self.meta_, **(provenance or {})})
@@ -267,12 +312,17 @@ class DualEncoder:
     @classmethod
     def load(cls, path: str | os.PathLike) -> DualEncoder:
         saved = read_model_dir(path, MODEL_TYPE, None, "dual encoder")
-        if saved.version not in (cls.SAVE_VERSION, cls.TOP_SAVE_VERSION):
+        if saved.version not in cls.READS:
             raise XmodalError(f"{path}: dual encoder format version {saved.version} is not "
-                              f"supported (this xmodal reads versions {cls.SAVE_VERSION} and "
-                              f"{cls.TOP_SAVE_VERSION}); retrain the model")
+                              f"supported (this xmodal reads versions "
+                              f"{', '.join(map(str, cls.READS))}); retrain the model")
         model = cls(**saved.params)
-        arrays = {k: v.astype(np.float32) for k, v in saved.arrays.items()}
+        bank = {k[len("querybank."):]: v for k, v in saved.arrays.items()
+                if k.startswith("querybank.")}
+        if saved.state.get("querybank"):
+            model.set_querybank(bank, saved.state["querybank"]["beta"])
+        arrays = {k: v.astype(np.float32)
+                  for k, v in _from_int8(saved.arrays).items() if not k.startswith("querybank.")}
         model.class_text_ = arrays["class_text"]
         if saved.state.get("image_top"):
             model.image_top_ = {"weight": arrays["top.weight"], "bias": arrays["top.bias"]}
@@ -283,6 +333,37 @@ class DualEncoder:
             model.heads_ = NumpyHeads(saved.state["heads"], heads_arrays)
         model.meta_ = saved.provenance
         return model
+
+
+_Q8 = ".q8"  # an int8 matrix "name.q8" and its per-row scales "name.q8scale"
+
+
+def _int8_matrices(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Weight matrices (2-d) as int8 codes with one float16 scale per row; the rest float16."""
+    out = {}
+    for k, v in arrays.items():
+        v = np.asarray(v, np.float32)
+        if v.ndim != 2:
+            out[k] = v.astype(np.float16)
+            continue
+        scale = (np.abs(v).max(axis=1) / 127.0).astype(np.float16)
+        scale[scale == 0] = 1.0
+        out[k + _Q8] = np.round(v / scale.astype(np.float32)[:, None]).clip(-127, 127).astype(
+            np.int8)
+        out[k + _Q8 + "scale"] = scale
+    return out
+
+
+def _from_int8(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The arrays of a saved model with its int8 matrices turned back into float32."""
+    out = {}
+    for k, v in arrays.items():
+        if k.endswith(_Q8):
+            out[k[: -len(_Q8)]] = (v.astype(np.float32)
+                                   * arrays[k + "scale"].astype(np.float32)[:, None])
+        elif not k.endswith(_Q8 + "scale"):
+            out[k] = v
+    return out
 
 
 # ----- resolving a model spec ------------------------------------------------------------------

@@ -10,10 +10,14 @@ the test queries, here embeddings of training images and training captions:
 where ``b`` runs over the bank images and ``q`` over the bank captions. The first offset depends
 only on the caption, so it reorders image -> text rankings (each image ranks captions) and leaves
 text -> image rankings alone; the second is its mirror. One matrix therefore serves both
-directions, as the score-matrix contract asks.
+directions, as the score-matrix contract asks. Without a caption bank the second offset is zero:
+an image bank alone reorders image -> text rankings only.
 
     qb = QuerybankNorm(beta=30).fit(bank_image_emb, bank_text_emb)
     S = qb.normalize(image_emb, text_emb)       # (n_images, n_texts)
+
+:func:`compress_bank` / :func:`expand_bank` store a bank small enough to ship beside a model:
+its rows projected on their top principal directions and quantised to int8.
 """
 
 from __future__ import annotations
@@ -34,32 +38,35 @@ class QuerybankNorm:
     def get_params(self) -> dict:
         return {"beta": self.beta, "chunk": self.chunk}
 
-    def fit(self, bank_images: np.ndarray, bank_texts: np.ndarray,
+    def fit(self, bank_images: np.ndarray, bank_texts: np.ndarray | None,
             image_log_weights: np.ndarray | None = None,
             text_log_weights: np.ndarray | None = None) -> QuerybankNorm:
-        """Keep the bank (unit rows, in the same joint space as what will be scored). A row with
-        log-weight ``log n`` counts as ``n`` copies of itself (e.g. a k-means centre and the
-        size of its cluster)."""
+        """Keep the bank (unit rows, in the same joint space as what will be scored); with
+        ``bank_texts`` None, images only. A row with log-weight ``log n`` counts as ``n`` copies
+        of itself (e.g. a k-means centre and the size of its cluster)."""
         bank_images = np.asarray(bank_images, np.float32)
-        bank_texts = np.asarray(bank_texts, np.float32)
-        if bank_images.ndim != 2 or bank_texts.ndim != 2 or not len(bank_images) or not len(
-                bank_texts):
+        banks = [bank_images] + ([] if bank_texts is None else [np.asarray(bank_texts,
+                                                                           np.float32)])
+        if any(b.ndim != 2 or not len(b) for b in banks):
             raise XmodalError("the querybank needs non-empty 2-d image and caption embeddings")
-        if bank_images.shape[1] != bank_texts.shape[1]:
+        if banks[-1].shape[1] != bank_images.shape[1]:
             raise XmodalError(f"bank images are {bank_images.shape[1]}-d but bank captions are "
-                              f"{bank_texts.shape[1]}-d")
+                              f"{banks[-1].shape[1]}-d")
         if self.beta <= 0:
             raise XmodalError(f"beta must be positive, got {self.beta}")
         self.bank_images_ = bank_images
-        self.bank_texts_ = bank_texts
-        self.log_weights_ = {"images": _weights(image_log_weights, len(bank_images)),
-                             "texts": _weights(text_log_weights, len(bank_texts))}
+        self.bank_texts_ = banks[1] if len(banks) > 1 else None
+        self.log_weights_ = {
+            "images": _weights(image_log_weights, len(bank_images)),
+            "texts": None if bank_texts is None else _weights(text_log_weights, len(banks[1]))}
         return self
 
     def _offsets(self, items: np.ndarray, side: str) -> np.ndarray:
         """LSE over the bank of beta * similarity, divided by beta, for each item (in chunks)."""
         bank, log_w = self._bank(side), self.log_weights_[side]
         items = np.asarray(items, np.float32)
+        if bank is None:  # no caption bank: the offsets are all zero
+            return np.zeros(len(items), np.float64)
         if items.shape[1:] != bank.shape[1:]:
             raise XmodalError(f"embeddings are {items.shape[1:]}-d but the bank is "
                               f"{bank.shape[1]}-d")
@@ -96,3 +103,27 @@ def _weights(log_weights: np.ndarray | None, n: int) -> np.ndarray:
     if log_weights.shape != (n,) or not np.isfinite(log_weights).all():
         raise XmodalError(f"log-weights must be {n} finite numbers, one per bank row")
     return log_weights
+
+
+def compress_bank(bank: np.ndarray, dim: int) -> dict[str, np.ndarray]:
+    """A bank stored small: its rows centred, projected on their top ``dim`` principal
+    directions and quantised to int8 with one scale per row. :func:`expand_bank` gives back the
+    (approximate) rows in the original space."""
+    bank = np.asarray(bank, np.float64)
+    if bank.ndim != 2 or not 0 < dim <= min(bank.shape):
+        raise XmodalError(f"cannot keep {dim} of the {bank.shape[1:]} dimensions of a bank of "
+                          f"{len(bank)} rows")
+    mean = bank.mean(axis=0)
+    _, _, vt = np.linalg.svd(bank - mean, full_matrices=False)
+    basis = vt[:dim].T.astype(np.float16)
+    coords = (bank - mean) @ basis.astype(np.float64)
+    scales = np.abs(coords).max(axis=1) / 127.0
+    scales = np.where(scales > 0, scales, 1.0).astype(np.float16)
+    codes = np.round(coords / scales.astype(np.float64)[:, None]).clip(-127, 127).astype(np.int8)
+    return {"codes": codes, "scales": scales, "mean": mean.astype(np.float16), "basis": basis}
+
+
+def expand_bank(compact: dict[str, np.ndarray]) -> np.ndarray:
+    """(rows, d) float32: the bank :func:`compress_bank` stored."""
+    coords = compact["codes"].astype(np.float32) * compact["scales"].astype(np.float32)[:, None]
+    return coords @ compact["basis"].astype(np.float32).T + compact["mean"].astype(np.float32)

@@ -24,6 +24,12 @@ BETAS = (10.0, 20.0, 30.0, 40.0, 50.0)
 SUBSET_SIZES = (1000, 4000)
 KMEANS_SIZES = (128, 512)
 
+# the image bank shipped inside the default model (seventh round): every training image, on its
+# top DIM principal directions, int8; selected on the dev splits by select_image_bank
+SHIPPED_IMAGE_BANK = {"dim": 128, "beta": 20.0}
+IMAGE_BANK_DIMS = (64, 128, 256)
+MODEL_FILES_LIMIT = 16_000_000  # bytes: issue 17's limit on the model files in the repository
+
 
 _BANKS: dict[tuple, tuple] = {}
 
@@ -84,7 +90,6 @@ def select_beta(model, betas=BETAS, data=None, cc_path=None, alternatives: bool 
     ``alternatives``, also the smaller banks of :func:`smaller_banks` at the chosen ``beta``."""
     import time
 
-    from xmodal.models.dual_train import recall_5cap_scores
     from xmodal.models.querybank import QuerybankNorm
 
     t0 = time.time()
@@ -92,23 +97,12 @@ def select_beta(model, betas=BETAS, data=None, cc_path=None, alternatives: bool 
     dev_images, dev_texts, _ = training_bank(model, data, cc_path, splits=("dev", "cc_dev"))
     log(f"bank: {len(bank_images):,} images, {len(bank_texts):,} captions "
         f"({time.time() - t0:.0f} s)")
-    splits = {}
-    for split in ("dev", "cc_dev"):
-        ids = _dev_items(data, cc_path, split)
-        img_rows = {i: k for k, i in enumerate(dict.fromkeys(i for i, _ in ids))}
-        splits[split] = (img_rows, ids)
+    score = _dev_scorer(data, cc_path, dev_images, dev_texts)
 
     def dev_line(qb, **what) -> dict:
-        res, offset_i, offset_t = {}, 0, 0
-        for split, (img_rows, ids) in splits.items():
-            ei = dev_images[offset_i : offset_i + len(img_rows)]
-            et = dev_texts[offset_t : offset_t + len(ids)]
-            offset_i, offset_t = offset_i + len(img_rows), offset_t + len(ids)
-            S = ei @ et.T if qb is None else qb.normalize(ei, et)
-            res[split] = recall_5cap_scores(S, np.array([img_rows[i] for i, _ in ids]))
-        score = float(np.mean([0.5 * (r["i2t_R@1"] + r["t2i_R@1"]) for r in res.values()]))
-        log(f"{what}: dev score {score:.3f}")
-        return {**what, "score": round(score, 3), "dev": res}
+        line = {**what, **score(qb)}
+        log(f"{what}: dev score {line['score']:.3f}")
+        return line
 
     lines = [dev_line(None if beta is None else QuerybankNorm(beta).fit(bank_images, bank_texts),
                       beta=beta) for beta in (None, *betas)]
@@ -155,3 +149,82 @@ def _dev_items(data, cc_path, split: str) -> list[tuple[str, str]]:
         data, None, {"cc": load_conceptual_captions(cc_path)})
     keep = set(split_ids[split])
     return [(i, t) for i, t in captions if i in keep]
+
+
+def ship_with_image_bank(model_dir, dim: int, beta: float, data=None, cc_path=None,
+                         log=print):
+    """Rewrite the dual encoder saved in ``model_dir`` as the default model ships: its weight
+    matrices in int8, plus a querybank of its training images (Flickr8K + CC18k train) embedded
+    by that int8 model, kept on their top ``dim`` principal directions in int8
+    (:func:`~xmodal.models.querybank.compress_bank`). Returns the rewritten model."""
+    import tempfile
+    import time
+
+    from xmodal.models.dual import DualEncoder
+    from xmodal.models.querybank import compress_bank
+
+    t0 = time.time()
+    model = DualEncoder.load(model_dir)
+    if model.querybank_ is not None:
+        raise XmodalError(f"{model_dir} already has a querybank")
+    with tempfile.TemporaryDirectory() as tmp:
+        model.save(tmp, weights="int8")
+        shipped = DualEncoder.load(tmp)  # the bank is embedded by the model as it ships
+    bank_images = training_bank(shipped, data, cc_path)[0]
+    model.set_querybank(compress_bank(bank_images, dim), beta)
+    model.save(model_dir, weights="int8")  # quantised from the same arrays as ``shipped``
+    log(f"querybank: {len(bank_images):,} training images, {dim} dimensions, beta {beta:g} "
+        f"({time.time() - t0:.0f} s)")
+    return DualEncoder.load(model_dir)
+
+
+def select_image_bank(model, dims=IMAGE_BANK_DIMS, betas=BETAS, data=None, cc_path=None,
+                      log=print) -> dict:
+    """Dev-only choice of the bank shipped inside the model: every training image, compressed
+    to ``dim`` dimensions, at every ``beta``; scored as training selects (images only, so
+    text -> image rankings keep the plain cosines). Also the bytes each adds to the model."""
+    import time
+
+    from xmodal.models.querybank import QuerybankNorm, compress_bank, expand_bank
+
+    t0 = time.time()
+    bank_images = training_bank(model, data, cc_path)[0]
+    dev_images, dev_texts, _ = training_bank(model, data, cc_path, splits=("dev", "cc_dev"))
+    score = _dev_scorer(data, cc_path, dev_images, dev_texts)
+    lines = [{"dim": None, "beta": None, "bytes": 0, **score(None)}]
+    for dim in dims:
+        compact = compress_bank(bank_images, dim)
+        bank = expand_bank(compact)
+        size = sum(v.nbytes for v in compact.values())
+        for beta in betas:
+            lines.append({"dim": dim, "beta": beta, "bytes": size,
+                          **score(QuerybankNorm(beta).fit(bank, None))})
+            log(f"image bank, {dim} dimensions, beta {beta:g}: dev score {lines[-1]['score']}")
+    best = max(lines[1:], key=lambda v: v["score"])
+    return {"lines": lines, "dim": best["dim"], "beta": best["beta"],
+            "bank_images": len(bank_images), "time_s": round(time.time() - t0)}
+
+
+def _dev_scorer(data, cc_path, dev_images, dev_texts):
+    """A function of a QuerybankNorm (or None: plain cosines) giving the dev selection score
+    (mean over Flickr8K dev and CC dev of the mean R@1 of both directions) and R@1s."""
+    from xmodal.models.dual_train import recall_5cap_scores
+
+    splits = []
+    for split in ("dev", "cc_dev"):
+        ids = _dev_items(data, cc_path, split)
+        img_rows = {i: k for k, i in enumerate(dict.fromkeys(i for i, _ in ids))}
+        splits.append((split, img_rows, ids))
+
+    def score(qb) -> dict:
+        res, offset_i, offset_t = {}, 0, 0
+        for split, img_rows, ids in splits:
+            ei = dev_images[offset_i : offset_i + len(img_rows)]
+            et = dev_texts[offset_t : offset_t + len(ids)]
+            offset_i, offset_t = offset_i + len(img_rows), offset_t + len(ids)
+            S = ei @ et.T if qb is None else qb.normalize(ei, et)
+            res[split] = recall_5cap_scores(S, np.array([img_rows[i] for i, _ in ids]))
+        value = float(np.mean([0.5 * (r["i2t_R@1"] + r["t2i_R@1"]) for r in res.values()]))
+        return {"score": round(value, 3), "dev": res}
+
+    return score

@@ -334,7 +334,7 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
               command: str = "xmodal reproduce dual", broader_names=(), models_dir=None,
               report: Path | None = None, finetune_lrs=(), finetune_epochs: int = 6,
               finetune_flip: float = 0.5, finetune_from=None, querybank_betas=(),
-              previous: bool = False, train_cli_from=None) -> dict:
+              image_bank_dims=(), previous: bool = False, train_cli_from=None) -> dict:
     """Run the requested parts, merge them into ``dual_encoder.json`` (parts not rerun are
     kept), write the tables to ``dual_encoder_tables.md`` beside it and, unless ``report`` is
     None, the report (logged and skipped when the results it cites are not beside it).
@@ -395,6 +395,13 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
 
         res["querybank"] = {**select_beta(load_embedding_model("dual"), querybank_betas,
                                           data=data, log=log), "run": stamp(command)}
+    if image_bank_dims:  # dev only, images only: what ships inside the default model
+        from xmodal.models.dual import load_embedding_model
+        from xmodal.recipes.querybank import BETAS, select_image_bank
+
+        res["image_bank"] = {**select_image_bank(load_embedding_model("dual"), image_bank_dims,
+                                                 querybank_betas or BETAS, data=data, log=log),
+                             "run": stamp(command)}
     if evaluate or ood or broader_names:
         # the file's own stamp: --variants, --ensembles and --finetune runs stamp their parts
         res.update(stamp(command), elapsed_s=time.time() - t0)
