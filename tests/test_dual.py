@@ -317,3 +317,36 @@ def test_pretrained_top_on_real_images_reproduces_the_default_embeddings():
     model.image_top_ = pretrained_top(model.image_backbone)
     via_top = model.embed_images(images, progress=False, cache=False)
     assert (plain * via_top).sum(1).min() > 0.9999
+
+
+def test_int8_weights_and_an_image_querybank_round_trip(trained, tmp_path):
+    """The shipped format (version 4): int8 weight matrices with a scale per row, and a
+    compressed bank of training images that score() subtracts from each caption."""
+    from xmodal.models.querybank import QuerybankNorm, compress_bank, expand_bank
+
+    td, model, _ = trained
+    model.save(tmp_path / "f16")
+    model.save(tmp_path / "q8", weights="int8")
+    with np.load(tmp_path / "q8" / "arrays.npz", allow_pickle=False) as z:
+        assert z["heads.image.fc1.weight.q8"].dtype == np.int8
+        assert z["heads.image.fc1.weight.q8scale"].shape == (32,)
+    assert json.loads((tmp_path / "q8" / "config.json").read_text())["version"] == 4
+    f16, q8 = DualEncoder.load(tmp_path / "f16"), DualEncoder.load(tmp_path / "q8")
+    a = f16.embed_image_features(td.pooled, td.logits)
+    b = q8.embed_image_features(td.pooled, td.logits)
+    assert (a * b).sum(1).min() > 0.999  # int8 rows: cosines to the float16 model's embeddings
+
+    bank = q8.embed_image_features(td.pooled[:200], td.logits[:200])
+    q8.set_querybank(compress_bank(bank, 8), 10.0)
+    texts = q8.embed_text_features(td.text[:30])
+    offsets = q8.caption_offsets(texts)
+    want = QuerybankNorm(10.0).fit(expand_bank(compress_bank(bank, 8)), None).text_offsets(texts)
+    np.testing.assert_allclose(offsets, want, rtol=1e-5)
+    assert offsets.std() > 0
+    q8.save(tmp_path / "qb", weights="int8")
+    loaded = DualEncoder.load(tmp_path / "qb")
+    assert loaded.querybank_["beta"] == 10.0 and len(loaded.querybank_["codes"]) == 200
+    np.testing.assert_array_equal(loaded.caption_offsets(texts), offsets)
+    np.testing.assert_array_equal(loaded.embed_image_features(td.pooled, td.logits), b)
+    with pytest.raises(XmodalError, match="'float16' or 'int8'"):
+        loaded.save(tmp_path / "x", weights="int4")

@@ -4,7 +4,12 @@ import numpy as np
 import pytest
 
 from xmodal.errors import XmodalError
-from xmodal.models.querybank import QuerybankNorm
+from xmodal.models.querybank import (
+    CompactImageBank,
+    QuerybankNorm,
+    compress_bank,
+    expand_bank,
+)
 from xmodal.recipes.querybank import check_disjoint
 
 
@@ -90,3 +95,61 @@ def test_a_weighted_row_counts_as_that_many_copies():
                                rtol=1e-6)
     with pytest.raises(XmodalError, match="log-weights must be 3 finite numbers"):
         QuerybankNorm().fit(bank_i, bank_t[:3], text_log_weights=np.zeros(2))
+
+
+def test_an_image_bank_alone_reorders_image_to_text_only():
+    images, texts, bank_i, _ = _data(3)
+    qb = QuerybankNorm(beta=5.0).fit(bank_i, None)
+    S, plain = qb.normalize(images, texts), images @ texts.T
+    np.testing.assert_array_equal(qb.image_offsets(images), 0.0)
+    # each column (a caption's ranking of images) only shifts: text -> image rankings unchanged
+    np.testing.assert_allclose(S - plain, (S - plain)[:1].repeat(len(images), 0), atol=1e-6)
+    two_sided = QuerybankNorm(beta=5.0).fit(bank_i, _data(4)[3]).normalize(images, texts)
+    for i in range(len(images)):  # and image -> text rankings are those of the full bank
+        assert list(np.argsort(S[i])) == list(np.argsort(two_sided[i]))
+
+
+def test_a_compressed_bank_keeps_the_offsets():
+    rng = np.random.default_rng(5)
+    # a bank that lives near a 6-d subspace of 32-d, as embeddings of one model do
+    bank = _unit(rng.normal(size=(300, 6)) @ rng.normal(size=(6, 32))
+                 + 0.01 * rng.normal(size=(300, 32)))
+    texts = _unit(rng.normal(size=(40, 32)))
+    compact = compress_bank(bank, 6)
+    assert compact["codes"].dtype == np.int8 and compact["codes"].shape == (300, 6)
+    assert compact["basis"].shape == (32, 6)
+    np.testing.assert_allclose(expand_bank(compact), bank, atol=0.05)
+    want = QuerybankNorm(20.0).fit(bank, None).text_offsets(texts)
+    got = QuerybankNorm(20.0).fit(expand_bank(compact), None).text_offsets(texts)
+    np.testing.assert_allclose(got, want, atol=0.02)
+    with pytest.raises(XmodalError, match="cannot keep 40"):
+        compress_bank(bank, 40)
+
+
+def test_the_compact_bank_scores_as_the_expanded_bank():
+    images, texts, bank_i, _ = _data(6, d=16)
+    compact = compress_bank(bank_i, 10)
+    want = QuerybankNorm(25.0).fit(expand_bank(compact), None).normalize(images, texts)
+    got = CompactImageBank(compact, 25.0, chunk=4).normalize(images, texts)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    with pytest.raises(XmodalError, match="the bank is 16-d"):
+        CompactImageBank(compact, 25.0).text_offsets(texts[:, :4])
+
+
+def test_describe_subtracts_the_models_caption_offsets():
+    """`xmodal describe`, PhotoIndex.describe and POST /api/describe rank with the offsets."""
+    from PIL import Image
+
+    from tests.fake_models import ColourModel
+    from xmodal.index.photo_index import rank_captions
+
+    class Penalised(ColourModel):  # a querybank that finds captions without green hubs
+        def caption_offsets(self, vecs):
+            return np.where(vecs[:, 1] < 0.1, 1.0, 0.0)
+
+    picture, pool = Image.new("RGB", (8, 8), (255, 40, 0)), ["a red thing", "a yellow thing"]
+    assert [c for c, _ in rank_captions(ColourModel(), picture, pool, 2)] == pool
+    ranked = rank_captions(Penalised(), picture, pool, 2)
+    assert [c for c, _ in ranked] == pool[::-1]
+    plain = dict(rank_captions(ColourModel(), picture, pool, 2))
+    assert dict(ranked)["a red thing"] == pytest.approx(plain["a red thing"] - 1.0)

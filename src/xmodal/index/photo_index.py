@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from xmodal.describe import rank_pool
+from xmodal.describe import caption_offsets, rank_pool
 from xmodal.errors import XmodalError
 from xmodal.index.ann import AnnIndex
 from xmodal.index.scan import BAD_NAME, load_checked, read_bytes, walk_images
@@ -589,7 +589,9 @@ def rank_captions(
         if img is None:
             raise XmodalError(f"cannot describe {image}: {reason}")
         image = img
-    ranked = rank_pool(_embed_images(model, [image])[0], _embed_texts(model, texts), k)
+    text_vecs = _embed_texts(model, texts)
+    ranked = rank_pool(_embed_images(model, [image])[0], text_vecs, k,
+                       caption_offsets(model, text_vecs))
     return [(texts[i], score) for i, score in ranked]
 
 

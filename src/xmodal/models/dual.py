@@ -249,10 +249,9 @@ class DualEncoder:
         if self.querybank_ is None or not len(text_emb):
             return np.zeros(len(text_emb), np.float32)
         if self._querybank_norm is None:
-            from xmodal.models.querybank import QuerybankNorm, expand_bank
+            from xmodal.models.querybank import CompactImageBank
 
-            self._querybank_norm = QuerybankNorm(self.querybank_["beta"]).fit(
-                expand_bank(self.querybank_), None)
+            self._querybank_norm = CompactImageBank(self.querybank_, self.querybank_["beta"])
         return self._querybank_norm.text_offsets(text_emb).astype(np.float32)
 
     # ----- persistence -----------------------------------------------------------------------

@@ -127,3 +127,37 @@ def expand_bank(compact: dict[str, np.ndarray]) -> np.ndarray:
     """(rows, d) float32: the bank :func:`compress_bank` stored."""
     coords = compact["codes"].astype(np.float32) * compact["scales"].astype(np.float32)[:, None]
     return coords @ compact["basis"].astype(np.float32).T + compact["mean"].astype(np.float32)
+
+
+class CompactImageBank:
+    """A compressed bank of images (:func:`compress_bank`) and its ``beta``: each caption's
+    offset is computed in the bank's own few dimensions, so describing against a large caption
+    pool stays cheap. Scores like ``QuerybankNorm(beta).fit(expand_bank(compact), None)``."""
+
+    def __init__(self, compact: dict[str, np.ndarray], beta: float, chunk: int = 1024):
+        if beta <= 0:
+            raise XmodalError(f"beta must be positive, got {beta}")
+        self.beta, self.chunk = float(beta), chunk
+        self.coords = compact["codes"].astype(np.float32) * compact["scales"].astype(
+            np.float32)[:, None]
+        self.basis = compact["basis"].astype(np.float32)
+        self.mean = compact["mean"].astype(np.float32)
+
+    def text_offsets(self, text_emb: np.ndarray) -> np.ndarray:
+        """Each caption's LSE over the bank images of beta * similarity, divided by beta."""
+        text_emb = np.asarray(text_emb, np.float32)
+        if text_emb.ndim != 2 or text_emb.shape[1] != len(self.basis):
+            raise XmodalError(f"embeddings are {text_emb.shape[1:]}-d but the bank is "
+                              f"{len(self.basis)}-d")
+        out = np.empty(len(text_emb), np.float64)
+        for s in range(0, len(text_emb), self.chunk):
+            t = text_emb[s : s + self.chunk]
+            sims = ((t @ self.basis) @ self.coords.T + (t @ self.mean)[:, None]).astype(
+                np.float64)
+            out[s : s + self.chunk] = logsumexp(self.beta * sims, axis=1) / self.beta
+        return out
+
+    def normalize(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:
+        """S'[n_images, n_texts]: cosines minus each caption's offset."""
+        S = np.asarray(image_emb, np.float32) @ np.asarray(text_emb, np.float32).T
+        return (S - self.text_offsets(text_emb)[None, :]).astype(np.float32)

@@ -185,7 +185,7 @@ def select_image_bank(model, dims=IMAGE_BANK_DIMS, betas=BETAS, data=None, cc_pa
     text -> image rankings keep the plain cosines). Also the bytes each adds to the model."""
     import time
 
-    from xmodal.models.querybank import QuerybankNorm, compress_bank, expand_bank
+    from xmodal.models.querybank import CompactImageBank, compress_bank
 
     t0 = time.time()
     bank_images = training_bank(model, data, cc_path)[0]
@@ -194,11 +194,10 @@ def select_image_bank(model, dims=IMAGE_BANK_DIMS, betas=BETAS, data=None, cc_pa
     lines = [{"dim": None, "beta": None, "bytes": 0, **score(None)}]
     for dim in dims:
         compact = compress_bank(bank_images, dim)
-        bank = expand_bank(compact)
         size = sum(v.nbytes for v in compact.values())
-        for beta in betas:
+        for beta in betas:  # scored as the model scores (DualEncoder.caption_offsets)
             lines.append({"dim": dim, "beta": beta, "bytes": size,
-                          **score(QuerybankNorm(beta).fit(bank, None))})
+                          **score(CompactImageBank(compact, beta))})
             log(f"image bank, {dim} dimensions, beta {beta:g}: dev score {lines[-1]['score']}")
     best = max(lines[1:], key=lambda v: v["score"])
     return {"lines": lines, "dim": best["dim"], "beta": best["beta"],

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from xmodal.describe import caption_offsets
 from xmodal.errors import XmodalError
 from xmodal.server.errors import ApiError
 
@@ -171,9 +172,15 @@ class Backends:
     def embed_images(self, images: list[Any]) -> np.ndarray:
         return _quiet(self.model().embed_images, images)
 
-    def collection_captions(self) -> tuple[list[str], list[str], np.ndarray]:
-        """(image ids, texts, text embeddings) of the index's captions, embedded once and cached
-        (keyed by a digest of the texts, so re-indexing with new captions refreshes it)."""
+    def caption_vectors(self, texts: list[str]) -> tuple[np.ndarray, np.ndarray | None]:
+        """(embeddings, the model's offsets or None) of a caption pool, as describe ranks it."""
+        vecs = self.embed_texts(texts)
+        return vecs, caption_offsets(self.model(), vecs)
+
+    def collection_captions(self) -> tuple[list[str], list[str], np.ndarray, np.ndarray | None]:
+        """(image ids, texts, text embeddings, offsets) of the index's captions, embedded once
+        and cached (keyed by a digest of the texts, so re-indexing with new captions refreshes
+        it)."""
         index = self.index()
         pairs = list(index.captions()) if hasattr(index, "captions") else []
         if not pairs:
@@ -184,8 +191,8 @@ class Backends:
         ids, texts = _split_caption_pairs(pairs)
         digest = hashlib.sha1("\n".join(texts).encode()).hexdigest()
         if self._caption_cache is None or self._caption_cache[0] != digest:
-            self._caption_cache = (digest, self.embed_texts(texts))
-        return ids, texts, self._caption_cache[1]
+            self._caption_cache = (digest, *self.caption_vectors(texts))
+        return ids, texts, *self._caption_cache[1:]
 
 
 def _one_inference_thread() -> None:

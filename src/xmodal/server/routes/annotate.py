@@ -35,13 +35,14 @@ async def describe(
     def work() -> tuple[str, list[str], list[str], list[tuple[int, float]]]:
         if uploaded is not None:
             ids, texts = uploaded
-            text_vecs = lib.embed_texts(texts)
+            text_vecs, offsets = lib.caption_vectors(texts)
             pool = "upload"
         else:
-            ids, texts, text_vecs = lib.collection_captions()
+            ids, texts, text_vecs, offsets = lib.collection_captions()
             pool = "collection"
         # the same ranking as `xmodal describe` (xmodal.describe.rank_pool)
-        return pool, ids, texts, rank_pool(lib.embed_images([picture])[0], text_vecs, limit)
+        return pool, ids, texts, rank_pool(lib.embed_images([picture])[0], text_vecs, limit,
+                                           offsets)
 
     if uploaded is not None:  # model-only: off the library thread, searches go on meanwhile
         await lib.run(lib.model)
