@@ -136,7 +136,11 @@ def test_default_model_contract_on_images():
     assert E.shape == (2, model.dim) and T.shape == (3, model.dim)
     assert E.dtype == np.float32
     np.testing.assert_allclose(np.linalg.norm(E, axis=1), 1.0, atol=1e-5)
-    np.testing.assert_allclose(model.score(images, texts, progress=False), E @ T.T, atol=1e-5)
+    # the shipped querybank: S = E T^T minus each caption's offset (a constant per column)
+    offsets = model.caption_offsets(T)
+    assert offsets.shape == (3,) and np.ptp(offsets) > 0
+    np.testing.assert_allclose(model.score(images, texts, progress=False),
+                               E @ T.T - offsets[None, :], atol=1e-5)
     S = E @ T.T
     assert S[0, 0] > S[1, 0] and S[1, 1] > S[0, 1] and S[0, 2] > S[1, 2]
     assert model.embed_texts([], progress=False).shape == (0, model.dim)
@@ -348,5 +352,10 @@ def test_int8_weights_and_an_image_querybank_round_trip(trained, tmp_path):
     assert loaded.querybank_["beta"] == 10.0 and len(loaded.querybank_["codes"]) == 200
     np.testing.assert_array_equal(loaded.caption_offsets(texts), offsets)
     np.testing.assert_array_equal(loaded.embed_image_features(td.pooled, td.logits), b)
+    loaded.save(tmp_path / "again")  # a loaded int8 model saves back to the same arrays
+    with (np.load(tmp_path / "qb" / "arrays.npz") as one,
+          np.load(tmp_path / "again" / "arrays.npz") as two):
+        assert sorted(one.files) == sorted(two.files)
+        assert all(np.array_equal(one[k], two[k]) for k in one.files)
     with pytest.raises(XmodalError, match="'float16' or 'int8'"):
         loaded.save(tmp_path / "x", weights="int4")

@@ -122,6 +122,7 @@ class DualEncoder:
         # a compressed bank of training images and its beta (xmodal.models.querybank), if any
         self.querybank_: dict[str, Any] | None = None
         self._querybank_norm = None
+        self.weights_ = "float16"  # how save() stores weight matrices: "float16" or "int8"
         self.meta_: dict[str, Any] = {}
 
     # ----- shape -----------------------------------------------------------------------------
@@ -277,10 +278,13 @@ class DualEncoder:
     READS = (SAVE_VERSION, TOP_SAVE_VERSION, COMPACT_SAVE_VERSION)
 
     def save(self, path: str | os.PathLike, provenance: dict | None = None,
-             weights: str = "float16") -> Path:
+             weights: str | None = None) -> Path:
         """Write the model directory ``path`` (no pickle); ``meta_`` (how it was trained and
         selected) is saved as its provenance. ``weights="int8"`` stores each weight matrix as
-        int8 with one float16 scale per row (half the size; the shipped model), else float16."""
+        int8 with one float16 scale per row (half the size; the shipped model), ``"float16"``
+        as float16; by default as the model was loaded (``weights_``), so a saved model saves
+        back to the same arrays."""
+        weights = weights or self.weights_
         if weights not in ("float16", "int8"):
             raise XmodalError(f"weights must be 'float16' or 'int8', not {weights!r}")
         arrays: dict[str, np.ndarray] = {"class_text": self._class_text()}
@@ -316,6 +320,7 @@ class DualEncoder:
                               f"supported (this xmodal reads versions "
                               f"{', '.join(map(str, cls.READS))}); retrain the model")
         model = cls(**saved.params)
+        model.weights_ = saved.state.get("weights", "float16")
         bank = {k[len("querybank."):]: v for k, v in saved.arrays.items()
                 if k.startswith("querybank.")}
         if saved.state.get("querybank"):

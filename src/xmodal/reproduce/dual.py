@@ -24,12 +24,15 @@ from xmodal.reproduce.output import log
 MODELS = ("dual", "dual-qb", "efficientnet-minilm-zeroshot")
 # earlier default models (their files at the commit that shipped them) and the protocols the
 # report compares them on: the previous default (issue 3), the third round's and the fourth
-# round's shipped models, and the fifth round's (lr 3e-4; with its skimage-ood check)
+# round's shipped models, the fifth round's (lr 3e-4; with its skimage-ood check) and the
+# default before the seventh round's querybank
 PREVIOUS = {
     "previous_test": ("070e029", ("flickr8k-5cap", "flickr8k-hodosh", "flickr8k-hodosh-crowd")),
     "third_test": ("95519b3", ("flickr8k-5cap", "cc-heldout")),
     "fourth_test": ("c0779cd", ("flickr8k-5cap", "cc-heldout")),
     "fifth_test": ("6902948", ("flickr8k-5cap", "cc-heldout", "skimage-ood")),
+    # the fifth round's second model: the same weights in float16, without a querybank
+    "sixth_test": ("8336c86", ("flickr8k-5cap", "cc-heldout", "skimage-ood")),
 }
 # models whose scorer needs Conceptual Captions 18k (skipped, like CC_PROTOCOLS, without it)
 CC_MODELS = ("dual-qb",)

@@ -32,6 +32,7 @@ SHIPPED = "cc_lite2_mpnet_flip_hn5_ens3"  # the broader variant: stage 1 of the 
 THIRD_SHIPPED = "cc_lite2_mpnet_ens2"  # shipped from the third round until the fourth
 # the fifth round's first shipped stage 2 (commit 6902948), replaced by a better dev run
 FIRST_STAGE2, FIRST_STAGE2_LR = "fifth_test", 3e-4
+BANKLESS = "sixth_test"  # the default before the seventh round's querybank (--previous)
 LITE2, LITE0 = "cc_lite2_mpnet", "cc_mpnet"  # the encoders' comparison (also timed for indexing)
 # the result files the report cites besides dual_encoder.json
 EXTRA = ("ood_eval", "query_latency", "index_speed_models_lite0_vs_lite2", "index_speed",
@@ -310,7 +311,8 @@ def report_markdown(res: dict, extra: dict) -> str:
     variants = {v["variant"]: v for v in res["broader"]}
     sections = (_intro(res), _what(variants, res), _reproduce(res), _extraction(res),
                 _results(res, extra), _ood(res, extra), _third(res, variants, extra),
-                _fourth(res, variants), _fifth(res, variants, extra), _sixth(res), _first(res),
+                _fourth(res, variants), _fifth(res, variants, extra), _sixth(res), _seventh(res),
+                _first(res),
                 _second(res), _speed(variants, extra))
     return "\n".join(line for section in sections for line in section)
 
@@ -331,7 +333,7 @@ def _intro(res: dict) -> list[str]:
                f"running; load average about {round(m['load_avg_1min'])}); the shipped model is "
                f"`{SHIPPED}` with stage 2 (its image tower's head conv tuned, fifth round; "
                f"model files `src/xmodal/assets/dual/`, {_model_mb():.1f} MB, "
-               "float16 `.npz`, no pickle). Tables: "
+               f"{_asset_format()}, no pickle). Tables: "
                "`benchmarks/results/dual_encoder_tables.md`, written with `dual_encoder.json` by "
                f"`xmodal reproduce dual`; the last run recorded there is `{res['command']}` at "
                f"commit `{res['git_commit']}` ({res['date']}); a run keeps the parts it does not "
@@ -399,6 +401,7 @@ def _what(variants: dict, res: dict) -> list[str]:
                "returns (`prehead`); the ImageNet logits of the bridge stay the pretrained "
                "network's.",
                "- "),
+        *_what_bank(),
         "",
     ]
 
@@ -428,6 +431,11 @@ def _reproduce(res: dict) -> list[str]:
         betas = ",".join(f"{v['beta']:g}" for v in res["querybank"]["lines"] if v["beta"])
         lines.append(f"xmodal reproduce dual --no-eval --ood '' --querybank {betas}   # sixth "
                      "round (dev only; dual-qb's test rows come with the test tables)")
+    if res.get("image_bank"):
+        dims = ",".join(str(v) for v in dict.fromkeys(
+            v["dim"] for v in res["image_bank"]["lines"] if v["dim"]))
+        lines.append(f"xmodal reproduce dual --no-eval --ood '' --image-bank {dims}   # seventh "
+                     "round (dev only)")
     if res.get("finetune"):
         lrs = ",".join(f"{v['top_lr']:g}" for v in res["finetune"])
         lines.append("# the start, the fourth round's model: xmodal train dual --no-stage2 --out "
@@ -596,8 +604,9 @@ def _results(res: dict, extra: dict) -> list[str]:
         "rank)", "",
         "`flickr8k-5cap` (1,000 test images x 5,000 captions):", "", *_head("flickr8k-5cap"),
         _row(f"**dual (shipped: Lite2 + MPNet, F8K + CC, {_recipe(SHIPPED, res)}, head conv "
-             f"tuned at lr {SHIPPED_STAGE2['top_lr']:g})**", shipped),
+             f"tuned at lr {SHIPPED_STAGE2['top_lr']:g}{_bank_label()})**", shipped),
         *_qb_row(five, five_keys),
+        *_bankless_row(res, "flickr8k-5cap", five_keys),
         *_first_stage2_row(res, "flickr8k-5cap", five_keys),
         _row(f"fourth round's shipped model (`{SHIPPED}`, stage 1 alone){_dag(res, 'fourth_test')}",
              _cells(_previous(res, "flickr8k-5cap", "fourth_test"), five_keys)),
@@ -621,6 +630,7 @@ def _results(res: dict, extra: dict) -> list[str]:
                "never trained or selected on):"), "", *_head("cc-heldout"),
         _row("**dual (shipped)**", cc_cells),
         *_qb_row(cc, five_keys),
+        *_bankless_row(res, "cc-heldout", five_keys),
         *_first_stage2_row(res, "cc-heldout", five_keys),
         _row(f"fourth round's shipped model (stage 1 alone){_dag(res, 'fourth_test')}",
              _cells(_previous(res, "cc-heldout", "fourth_test"), five_keys)),
@@ -897,9 +907,14 @@ SIXTH_TITLE = ("Sixth round (issue 17, 2026-11-27): querybank normalisation of t
 
 
 def _sixth_row(label: str, dev: dict) -> str:
+    return f"| {label} | {_dev_cells(dev)} |"
+
+
+def _dev_cells(dev: dict) -> str:
+    """F8K dev R@1, CC dev R@1, CC dev t2i R@10 and the selection score, as table cells."""
     f8, cc = dev["dev"], dev["cc_dev"]
-    return (f"| {label} | {f8['i2t_R@1']:.1f} / {f8['t2i_R@1']:.1f} | {cc['i2t_R@1']:.1f} / "
-            f"{cc['t2i_R@1']:.1f} | {cc['t2i_R@10']:.1f} | {_score({'dev': dev}):.2f} |")
+    return (f"{f8['i2t_R@1']:.1f} / {f8['t2i_R@1']:.1f} | {cc['i2t_R@1']:.1f} / "
+            f"{cc['t2i_R@1']:.1f} | {cc['t2i_R@10']:.1f} | {_score({'dev': dev}):.2f}")
 
 
 def _sixth(res: dict) -> list[str]:
@@ -976,11 +991,84 @@ def _sixth(res: dict) -> list[str]:
             text += (f"; `skimage-ood` {_ratio(ood['top1_with_distractors'])} of 13 first and "
                      f"{_ratio(ood['top5_with_distractors'])} in the top 5 with distractors")
         lines += [*wrap(text + "."), ""]
+    if _shipped_bank():
+        ending = ("its bank cannot ship with the model. The seventh round ships a compressed "
+                  "bank of the training images inside the default model instead.")
+    else:
+        ending = ("its bank cannot ship with the model, so the default model of `xmodal index`, "
+                  "`search` and `describe` keeps plain cosines, and the goal of issue 17 is met "
+                  "only by this evaluation-time setting, not by the default model.")
     lines += [*wrap("`dual-qb` needs Flickr8K and CC18k where it scores (`xmodal eval -m "
-                    "dual-qb`): its bank cannot ship with the model, so the default model of "
-                    "`xmodal index`, `search` and `describe` keeps plain cosines, and the goal of "
-                    "issue 17 is met only by this evaluation-time setting, not by the default "
-                    "model."), ""]
+                    f"dual-qb`): {ending}"), ""]
+    return lines
+
+
+def _what_bank() -> list[str]:
+    bank = _shipped_bank()
+    if not bank:
+        return []
+    return wrap(f"**Querybank** (seventh round, `xmodal.recipes.querybank`): the model carries "
+                f"its {bank['images']:,} training images, embedded by it, on their top "
+                f"{bank['dim']} principal directions in int8; `score` and `describe` subtract "
+                "from each caption its log-sum-exp similarity to them divided by beta "
+                f"({bank['beta']:g}), which reorders image -> text rankings only (a caption "
+                "close to every photo stops winning them all). Embeddings, indexes and text -> "
+                "image search are unchanged. The weight matrices are stored in int8 with a "
+                "scale per row (format version 4), which makes room for the bank under the "
+                f"{SIZE_LIMIT_MB} MB limit.", "- ")
+
+
+def _bankless_row(res: dict, protocol: str, keys) -> list[str]:
+    """The default before the seventh round (no querybank, float16), where --previous has it."""
+    rec = res.get("previous", {}).get(BANKLESS)
+    if not rec or not _shipped_bank() or protocol not in rec["test"]:
+        return []
+    return [_row(f"fifth round's second model (the same weights in float16, no querybank; the "
+                 f"default until the seventh round, `{rec['commit']}`)",
+                 _cells(rec["test"][protocol], keys))]
+
+
+SEVENTH_TITLE = ("Seventh round (issue 17, 2026-11-27): a querybank that ships inside the default "
+                 "model")
+
+
+def _seventh(res: dict) -> list[str]:
+    ib = res.get("image_bank")
+    if not ib:
+        return []
+    from xmodal.recipes.querybank import SHIPPED_IMAGE_BANK
+
+    plain = ib["lines"][0]
+    best = next(v for v in ib["lines"][1:] if v["dim"] == ib["dim"] and v["beta"] == ib["beta"])
+    head = ["| image bank | beta | adds (MB) | F8K dev R@1 | CC dev R@1 | CC dev t2i R@10 | "
+            "selection score |", "|---" * 7 + "|"]
+    rows = [f"| none (plain cosines) | - | 0 | {_dev_cells(plain['dev'])} |"]
+    for v in ib["lines"][1:]:
+        rows.append(f"| {ib['bank_images']:,} images, {v['dim']}-d, int8 | {v['beta']:g} | "
+                    f"{v['bytes'] / 1e6:.1f} | {_dev_cells(v['dev'])} |")
+    shipped = (SHIPPED_IMAGE_BANK["dim"] == ib["dim"] and SHIPPED_IMAGE_BANK["beta"] == ib["beta"])
+    ships = ("**shipped** in the default model (`SHIPPED_IMAGE_BANK` in "
+             "`xmodal.recipes.querybank`; `xmodal train dual` adds it after stage 2)" if shipped
+             else f"NOTE: the shipped bank is {SHIPPED_IMAGE_BANK}, not this one")
+    lines = [f"### {SEVENTH_TITLE}", "",
+             *wrap("The sixth round's bank is 106 MB. Its image half alone reorders image -> "
+                   "text rankings (each caption's offset is its mass over bank images), and "
+                   "embeddings of one model lie close to a low-dimensional subspace, so every "
+                   f"training image ({ib['bank_images']:,}) is kept on its top principal "
+                   "directions, in int8 with a scale per row (`compress_bank`), and each caption's "
+                   "offset is computed in those few dimensions (`CompactImageBank`). Text -> image "
+                   "rankings keep the plain cosines, so search, indexes and the out-of-domain "
+                   "check are untouched. The model's weight matrices were re-saved in int8 "
+                   "first (the dev numbers below are that model's), which halves its files and "
+                   f"makes room for the bank under the {SIZE_LIMIT_MB} MB limit. Dimensions and "
+                   "beta chosen on the dev splits, scored as training selects (`xmodal reproduce "
+                   "dual --image-bank DIMS`):"), "", *head, *rows, "",
+             *wrap(f"{ib['dim']} dimensions at beta {ib['beta']:g} have the best selection "
+                   f"score, {_score(best):.2f}, "
+                   f"{round(_score(best), 2) - round(_score(plain), 2):+.2f} over the plain cosines (F8K dev image -> text R@1 "
+                   f"{best['dev']['dev']['i2t_R@1']:.1f} against "
+                   f"{plain['dev']['dev']['i2t_R@1']:.1f}); {ships}. The model files are now "
+                   f"{_model_mb():.1f} MB."), ""]
     return lines
 
 
@@ -1044,6 +1132,35 @@ def _third_mb(res: dict) -> str:
     if "model_mb" in third:
         return f"{third['model_mb']:.1f} MB"
     return f"{UNRECORDED['model_mb']} MB{DAGGER}"
+
+
+def _asset_state() -> dict:
+    """The ``state`` of the shipped model's ``config.json``."""
+    import json
+
+    from xmodal.models.dual import DEFAULT_MODEL_DIR
+
+    return json.loads((Path(DEFAULT_MODEL_DIR) / "config.json").read_text()).get("state", {})
+
+
+def _shipped_bank() -> dict | None:
+    """The shipped model's querybank (beta, images, dim), if it has one."""
+    return _asset_state().get("querybank")
+
+
+def _asset_format() -> str:
+    bank = _shipped_bank()
+    weights = "int8 weight matrices" if _asset_state().get("weights") == "int8" else "float16"
+    if not bank:
+        return f"{weights} `.npz`"
+    return (f"{weights} and a querybank of {bank['images']:,} training images ({bank['dim']}-d, "
+            "int8) in one `.npz`")
+
+
+def _bank_label() -> str:
+    bank = _shipped_bank()
+    return f", int8, image querybank of {bank['dim']} dimensions, beta {bank['beta']:g}" if bank \
+        else ""
 
 
 def _model_mb() -> float:
