@@ -96,5 +96,5 @@ def test_originals_section_is_compared_with_the_reports_own_8k_numbers():
     row = next(c for c in claims if c["claim"] == "Annotation R@1, Tri5Sem")
     assert row["ours"] == pytest.approx(7.7)
     assert full_scale_reference(moved)["claims"] == claims
-    text = summary(main["results"], payload, {}, main)
+    text = summary(main["results"], with_full_scale(payload, main), {})
     assert "Image resolution, measured" in text and "of Tri5Sem's S@10 gaps" in text

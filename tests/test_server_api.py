@@ -288,6 +288,25 @@ def test_describe_with_uploaded_captions(client):
     assert body["image"] == {"width": 64, "height": 48}
 
 
+def test_describe_subtracts_the_models_caption_offsets(tmp_path, built):
+    """POST /api/describe ranks as `xmodal describe` does: with the model's querybank."""
+    db, parts = built
+
+    class Penalised(type(parts["model"])):  # offsets that push red captions down
+        def caption_offsets(self, vecs):
+            return np.where(vecs[:, 0] > 0.9, 1.0, 0.0)
+
+    image = png_bytes(Image.new("RGB", (64, 48), COLOURS["red"]))
+    captions = b"c1\ta blue sky\nc2\ta red square\n"
+    app = create_app(db, reports_dir=None, thumbnail_dir=tmp_path / "thumbs",
+                     **{**parts, "model": Penalised()})
+    with TestClient(app) as c:
+        body = c.post("/api/describe", files={"image": ("red.png", image, "image/png"),
+                                              "captions": ("caps.txt", captions, "text/plain")},
+                      data={"limit": "2"}).json()
+    assert [r["id"] for r in body["captions"]] == ["c1", "c2"]
+
+
 def test_describe_with_collection_captions(client, tmp_path):
     image = jpeg_bytes(Image.new("RGB", (40, 40), COLOURS["yellow"]))
     body = client.post("/api/describe", files={"image": ("y.jpg", image, "image/jpeg")}).json()

@@ -152,9 +152,9 @@ class CompactImageBank:
         out = np.empty(len(text_emb), np.float64)
         for s in range(0, len(text_emb), self.chunk):
             t = text_emb[s : s + self.chunk]
-            sims = ((t @ self.basis) @ self.coords.T + (t @ self.mean)[:, None]).astype(
-                np.float64)
-            out[s : s + self.chunk] = logsumexp(self.beta * sims, axis=1) / self.beta
+            z = self.beta * ((t @ self.basis) @ self.coords.T + (t @ self.mean)[:, None])
+            top = z.max(axis=1, keepdims=True)  # float32 throughout: exp after the max is <= 1
+            out[s : s + self.chunk] = (top[:, 0] + np.log(np.exp(z - top).sum(axis=1))) / self.beta
         return out
 
     def normalize(self, image_emb: np.ndarray, text_emb: np.ndarray) -> np.ndarray:

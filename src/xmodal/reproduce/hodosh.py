@@ -200,7 +200,7 @@ def report_text(results_dir=None, extra: str = "") -> str:
     and else from the repository's ``benchmarks/results``."""
     from pathlib import Path
 
-    from xmodal.reproduce.hodosh_report import render
+    from xmodal.reproduce.hodosh_report import render, with_full_scale
     from xmodal.reproduce.hodosh_summary import summary
     from xmodal.reproduce.output import RESULTS, read_json
 
@@ -214,5 +214,7 @@ def report_text(results_dir=None, extra: str = "") -> str:
                           "xmodal reproduce hodosh")
     res = main["results"]
     originals = stored("hodosh_originals") or None  # its section, if it was run
+    if originals:  # compared with this report's own 8K numbers
+        originals = with_full_scale(originals, main)
     costs = {name: stored(name) for name in ("kcca_train", "kcca_exact")}
-    return render(res, main["command"], extra, originals, summary(res, originals, costs, main))
+    return render(res, main["command"], extra, originals, summary(res, originals, costs))

@@ -314,7 +314,7 @@ def render(res: dict, command: str, extra_md: str = "", originals: dict | None =
           f"{pct(e['judged>=2.66'])} | {pct(e['top_is_gold'])} |")
 
     if originals:
-        A("\n" + originals_section(with_full_scale(originals, main_record(res, command))))
+        A("\n" + originals_section(originals))
     A(paper_comparison(res))
     A(TRIED)
     A(COST)
@@ -748,12 +748,6 @@ def full_scale_reference(stored: dict) -> dict:
             row[f"ours_{tag.replace('-', '_')}"] = None if v is None else 100 * v
         out.append(row)
     return {"claims": out, "source": {k: stored.get(k) for k in ("command", "commit", "date")}}
-
-
-def main_record(res: dict, command: str) -> dict:
-    """``res`` (an :func:`xmodal.reproduce.hodosh.evaluate` result) as a stored record."""
-    return {"command": command, "commit": res.get("git_commit"), "date": res.get("date"),
-            "results": res}
 
 
 def with_full_scale(payload: dict, record: dict | None) -> dict:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import math
 
 from xmodal.reproduce.hodosh_report import (PAPER_CLAIMS, cv_n_sig, cv_pairs, cv_span,
-                                            gap_shares, label, with_full_scale)
+                                            gap_shares, label)
+from xmodal.reproduce.prose import value_range
 
 MAIN = ("nn", "bow1", "bow5", "tagrank", "tri5", "tri5sem")  # 224 px, 1,500 landmarks
 KCCA = MAIN[1:]
@@ -42,13 +43,6 @@ def _p(res: dict, protocol: str, d: str, s: str, key: str) -> float | None:
 
 def _join(parts: list[str]) -> str:
     return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
-
-
-def _range(values: list[float], fmt: str = "{:.1f}") -> str:
-    lo, hi = fmt.format(min(values)), fmt.format(max(values))
-    if lo == hi:
-        return lo
-    return f"{lo} to {hi}" if "-" in lo + hi else f"{lo}-{hi}"
 
 
 def _better(key: str, a: float, b: float) -> bool:
@@ -226,7 +220,7 @@ def originals_bullet(payload: dict) -> str | None:
         v = [100 * r[k]["share"][0] for r in rows if r["metric"] == metric for k in ("a", "b")]
         if v:
             owner = "its" if parts else "Tri5Sem's"
-            parts.append(f"{_range(v, '{:.0f}')}% of {owner} {name}")
+            parts.append(f"{value_range(v, '{:.0f}')}% of {owner} {name}")
     if parts:
         L.append("Carried over to the 8K numbers (two estimates, wide intervals; table "
                  f"below), the originals would close roughly {_join(parts)}.")
@@ -242,9 +236,9 @@ def low_resolution_bullet(res: dict, payload: dict | None) -> str | None:
            for d, _ in TASKS]
     loss = [100 * (a - b) / a for a, b in r5]
     L = [f"* **Halving the resolution once more** (112x112, same pixel-level feature parameters; "
-         f"row `BoW5 on 112x112 images`) costs BoW5 {_range(loss, '{:.0f}')}% of its R@5 "
+         f"row `BoW5 on 112x112 images`) costs BoW5 {value_range(loss, '{:.0f}')}% of its R@5 "
          f"({r5[0][0]:.1f} -> {r5[0][1]:.1f} annotation, {r5[1][0]:.1f} -> {r5[1][1]:.1f} "
-         f"search) and {_range(med, '{:.0f}')} places of median rank."]
+         f"search) and {value_range(med, '{:.0f}')} places of median rank."]
     if payload:
         side = math.sqrt(payload["results"]["images"]["median_pixels_vs_224"])
         L.append(f"The originals are about {side:.1f}x larger per side than our copies "
@@ -285,12 +279,12 @@ def enlarged_bullet(res: dict, payload: dict | None) -> str | None:
             key = next(k for t, _, k in PAPER_CLAIMS if t == text)
             shares.append(100 * (v(key[0], key[1], "tri5sem-448-full", key[3]) - ours)
                           / (paper - ours))
-        L[0] += (f", which closes {_range(shares, '{:.0f}')}% of Tri5Sem's S@10 and "
+        L[0] += (f", which closes {value_range(shares, '{:.0f}')}% of Tri5Sem's S@10 and "
                  "R-precision gaps to the paper")
     variants = [s for s in ("tri5sem", "tri5sem-full", "tri5sem-448", "tri5sem-448-full")
                 if s in h]
     r1 = [v(HODOSH, d, s, "R@1") for s in variants for d, _ in TASKS]
-    L[0] += f". R@1 of these Tri5Sem variants stays at {_range(r1)}."
+    L[0] += f". R@1 of these Tri5Sem variants stays at {value_range(r1)}."
     vs = (payload or {}).get("results", {}).get("against_enlarged", {}).get("cv", {}).get(
         "gold", {})
     if vs:
@@ -318,8 +312,8 @@ def effnet_bullet(res: dict) -> str | None:
     above = (min(r1) > max(get(HODOSH, "R@1", pixel) + [paper["R@1"]])
              and min(s10) > max(get(CROWD, "R@10", pixel) + [paper["R@10"]]))
     return ("* **Modern image features change the picture**: the same KCCA + Borda framework "
-            f"over EfficientNet-Lite0 features gives R@1 {_range(r1)}, R@10 {_range(r10)}, "
-            f"median rank {_range(med, '{:.0f}')} and crowd S@10 {_range(s10)} (both tasks, "
+            f"over EfficientNet-Lite0 features gives R@1 {value_range(r1)}, R@10 {value_range(r10)}, "
+            f"median rank {value_range(med, '{:.0f}')} and crowd S@10 {value_range(s10)} (both tasks, "
             f"{_join([label(s) for s in eff])})"
             + (", above every pixel-feature system here and the paper's stated numbers."
                if above else "."))
@@ -356,11 +350,9 @@ def cost_bullet(costs: dict, res: dict) -> str | None:
     return ("* " + " ".join(L)) if L else None
 
 
-def summary(res: dict, originals: dict | None = None, costs: dict | None = None,
-            main_record: dict | None = None) -> str:
-    """The report's Summary section (markdown)."""
-    if originals and main_record:
-        originals = with_full_scale(originals, main_record)
+def summary(res: dict, originals: dict | None = None, costs: dict | None = None) -> str:
+    """The report's Summary section (markdown); ``originals`` as the report compares it
+    (:func:`~xmodal.reproduce.hodosh_report.with_full_scale`)."""
     bullets = ["* Every system runs end to end on all three protocols (tables 1-3), trained from "
                "pixels and caption text; `xmodal train kcca ... --out DIR` and `xmodal eval "
                "--protocol flickr8k-hodosh --model DIR` reproduce one system.",

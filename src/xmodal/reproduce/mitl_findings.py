@@ -7,6 +7,8 @@ comparison in the prose is the one the tables below it show.
 
 from __future__ import annotations
 
+from xmodal.reproduce.prose import value_range
+
 ANNOTATOR_NAMES = {"dual": "the dual encoder", "hodosh-nn": "NN5",
                    "efficientnet-minilm-zeroshot": "the zero-shot bridge",
                    "hodosh-bow5-effnet": "KCCA (BoW5 + EfficientNet)",
@@ -18,9 +20,8 @@ def _name(a: str, start: bool = False) -> str:
     return n[0].upper() + n[1:] if start else n
 
 
-def _span(values, fmt: str = "{:.0f}", sep: str = "–") -> str:
-    lo, hi = fmt.format(min(values)), fmt.format(max(values))
-    return lo if lo == hi else f"{lo}{sep}{hi}"
+def _span(values, fmt: str = "{:.0f}") -> str:
+    return value_range(values, fmt, sep="–")
 
 
 def _kendall_pairs(r: dict):

@@ -23,3 +23,12 @@ def and_list(items) -> str:
     """ "a, b and c"."""
     items = list(items)
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def value_range(values, fmt: str = "{:.1f}", sep: str = "-") -> str:
+    """"lo-hi" of numbers as ``fmt`` prints them (one value if both print alike); "lo to hi"
+    when a printed bound is negative, so that the dash cannot read as a minus sign."""
+    lo, hi = fmt.format(min(values)), fmt.format(max(values))
+    if lo == hi:
+        return lo
+    return f"{lo} to {hi}" if "-" in lo + hi else f"{lo}{sep}{hi}"
