@@ -300,11 +300,12 @@ def test_the_train_cli_run_is_quoted_from_the_json_when_recorded():
     assert ("`xmodal reproduce dual --train-cli m/stage1` at `0123456`, 2030-01-01; load average "
             "about 2): 777 s. It chose the same epoch (2) and bridge weight (0.1), with selection "
             f"score {start + 2.0:.2f} against the shipped run's {start + 2.0:.2f}; its arrays "
-            "equal the shipped ones exactly.") in md
+            "equal the ones shipped at `0123456` exactly.") in md
     res["train_cli_stage2"]["stage2"] = {**two, "best_epoch": 4, "max_abs_diff": 0.02}
     md = _flat(report_markdown(res, extra))
     assert "It chose a different epoch (4) and bridge weight (0.1)" in md
-    assert "its float16 arrays differ from the shipped ones by up to 0.02 (the head conv's" in md
+    assert ("its float16 arrays differ from the ones shipped at `0123456` by up to 0.02 (the "
+            "head conv's") in md
 
     res["train_cli"] = {"wall_s": 2100, "load_avg_1min_at_end": 3.2, "stage2": two,
                         "stage1": {"wall_s": 1300, "best_epoch": [55, 45, 55], "w": 0.1,
@@ -317,7 +318,7 @@ def test_the_train_cli_run_is_quoted_from_the_json_when_recorded():
             "chose epochs 55, 45 and 55 and bridge weight 0.1; its float16 arrays differ from the "
             "fourth round's model (its files at `712c75b`) by at most 0.0005. Stage 2 chose epoch "
             f"2 and bridge weight 0.1, selection score {start + 2.0:.2f} against the shipped "
-            f"run's {start + 2.0:.2f}; its arrays equal the shipped ones exactly.") in md
+            f"run's {start + 2.0:.2f}; its arrays equal the ones shipped at `0123456` exactly.") in md
     assert "OMP_NUM_THREADS=1" not in md  # the historical run is no longer quoted
     assert "It chose a different epoch (4)" in md  # stage 2 alone is quoted beside it
     assert "nearby model" not in md  # stage 2 of the full run is bit-exact here

@@ -311,8 +311,8 @@ def report_markdown(res: dict, extra: dict) -> str:
     variants = {v["variant"]: v for v in res["broader"]}
     sections = (_intro(res), _what(variants, res), _reproduce(res), _extraction(res),
                 _results(res, extra), _ood(res, extra), _third(res, variants, extra),
-                _fourth(res, variants), _fifth(res, variants, extra), _sixth(res), _seventh(res, extra),
-                _first(res),
+                _fourth(res, variants), _fifth(res, variants, extra), _sixth(res),
+                _seventh(res, extra), _first(res),
                 _second(res), _speed(variants, extra))
     return "\n".join(line for section in sections for line in section)
 
@@ -476,6 +476,7 @@ def _train_cli_full(res: dict, rec: dict) -> str:
                     if v["top_lr"] == SHIPPED_STAGE2["top_lr"]), None)
     vs = f" against the shipped run's {_score(shipped):.2f}" if shipped else ""
     ref = f"the fourth round's model (its files at `{one['reference_commit']}`)"
+    shipped_at = f"the ones shipped at `{run['git_commit']}`"
     grew = rec.get("feature_cache_grew_mb", 0.0)
     cached = ("features cached" if grew < 1 else
               f"features extracted on the way: the cache grew by {grew:,.0f} MB")
@@ -487,7 +488,7 @@ def _train_cli_full(res: dict, rec: dict) -> str:
             f"{and_list(map(str, one['best_epoch']))} and bridge weight {one['w']:g}; "
             f"{_arrays(one['max_abs_diff'], ref)}. "
             f"Stage 2 chose epoch {two['best_epoch']} and bridge weight {two['w']:g}, selection "
-            f"score {two['score']:.2f}{vs}; {_arrays(two['max_abs_diff'], 'the shipped ones')}."
+            f"score {two['score']:.2f}{vs}; {_arrays(two['max_abs_diff'], shipped_at)}."
             + _nearby(one, two, shipped))
 
 
@@ -530,17 +531,18 @@ def _stage2_reproduced(res: dict, start: str = "that model") -> str:
         epoch, w, score, dag = two["best_epoch"], two["w"], two["score"], ""
         how = (f"`{rec['run']['command']}` at `{rec['run']['git_commit']}`, "
                f"{rec['run']['date'][:10]}")
+        ones = f"the ones shipped at `{rec['run']['git_commit']}`"
     elif (UNRECORDED["train_cli_stage2"] and shipped
           and SHIPPED_STAGE2["top_lr"] == FIRST_STAGE2_LR):
         wall, load, diff, epoch, w, score = UNRECORDED["train_cli_stage2"]
-        dag, how = DAGGER, "two threads"
+        dag, how, ones = DAGGER, "two threads", "the shipped ones"
     else:
         return ""
     same = (epoch == shipped[0]["best_epoch"] and w == shipped[0]["w"])
     if diff == 0:
-        arrays = "its arrays equal the shipped ones exactly"
+        arrays = f"its arrays equal {ones} exactly"
     else:
-        arrays = (f"its float16 arrays differ from the shipped ones by up to {diff:g}{dag} "
+        arrays = (f"its float16 arrays differ from {ones} by up to {diff:g}{dag} "
                   "(the head conv's weights reach 0.32): stage-2 runs are not bitwise "
                   "repeatable on this machine (cause not found)")
     return (f" Stage 2 from {start} (`xmodal train dual --stage2-from m/stage1 --out "
@@ -1072,7 +1074,8 @@ def _seventh(res: dict, extra: dict) -> list[str]:
                    "dual --image-bank DIMS`):"), "", *head, *rows, "",
              *wrap(f"{ib['dim']} dimensions at beta {ib['beta']:g} have the best selection "
                    f"score, {_score(best):.2f}, "
-                   f"{round(_score(best), 2) - round(_score(plain), 2):+.2f} over the plain cosines (F8K dev image -> text R@1 "
+                   f"{round(_score(best), 2) - round(_score(plain), 2):+.2f} over the plain "
+                   "cosines (F8K dev image -> text R@1 "
                    f"{best['dev']['dev']['i2t_R@1']:.1f} against "
                    f"{plain['dev']['dev']['i2t_R@1']:.1f}); {ships}. The model files are now "
                    f"{_model_mb():.1f} MB."), ""]
