@@ -328,6 +328,14 @@ def test_the_train_cli_run_is_quoted_from_the_json_when_recorded():
     assert ("So the whole recipe gives a nearby model, not the shipped one: stage 1's float-level "
             "differences (their cause not isolated) change stage 2's dev choices and its selection "
             "score by -1.00. Stage 2 from the shipped stage 1 (`xmodal train dual --stage2-from") in md
+    assert "as a check of the recipe" not in md  # no test record
+    res["train_cli"]["test"] = {"flickr8k-5cap": _directions(0.36, 0.8),
+                                "cc-heldout": _directions(0.3, 0.7)}
+    md = _flat(report_markdown(res, extra))
+    assert ("On test, as a check of the recipe and not a choice (no selection reads it), the model "
+            "it trained gets `flickr8k-5cap` R@1 36.0 / 36.0 against the shipped model's 30.0 / "
+            "30.0, so it also meets the goal of 35 / 25; `cc-heldout` R@1 30.0 / 30.0 against 30.0 "
+            "/ 30.0, t2i R@10 70.0 against 70.0.") in md
 
 
 # -- the first and second rounds (issue 3): rerun by --variants / --ensembles ---------------------
