@@ -329,6 +329,13 @@ def test_the_train_cli_run_is_quoted_from_the_json_when_recorded():
             "differences (their cause not isolated) change stage 2's dev choices and its selection "
             "score by -1.00. Stage 2 from the shipped stage 1 (`xmodal train dual --stage2-from") in md
     assert "as a check of the recipe" not in md  # no test record
+    assert "At `w = 0`" not in md  # no score_w0 recorded
+    res["train_cli"]["stage2"]["score_w0"] = start + 1.9
+    res["finetune"][1]["score_w0"] = start + 2.0
+    md = _flat(report_markdown(res, extra))
+    assert (f"At `w = 0` it scores {start + 1.9:.2f} against the shipped run's {start + 2.0:.2f}; "
+            "the bridge-weight rule (the largest `w` within 1 point of the best) then takes "
+            "`w = 0` in one run and `w = 0.1` in the other.") in md
     res["train_cli"]["test"] = {"flickr8k-5cap": _directions(0.36, 0.8),
                                 "cc-heldout": _directions(0.3, 0.7)}
     md = _flat(report_markdown(res, extra))
@@ -571,3 +578,19 @@ def test_train_cli_records_the_choice_and_the_array_difference(tmp_path, monkeyp
     bump["by"] = 0.5
     rec = reproduce_dual.train_cli(tmp_path / "stage1")
     assert rec["stage2"]["max_abs_diff"] == pytest.approx(0.5, abs=1e-3)
+
+
+def test_array_difference_of_models_of_other_shapes_is_none(tmp_path):
+    """A full train-CLI run that picks another bridge weight saves other widths: no crash."""
+    import numpy as np
+
+    from xmodal.reproduce.dual import _max_diff
+    from xmodal.reproduce.dual_report import _arrays
+
+    for name, width in (("a", 768), ("b", 1536), ("c", 768)):
+        (tmp_path / name).mkdir()
+        np.savez(tmp_path / name / "arrays.npz", mean=np.full(width, 0.5 if name == "c" else 0.0))
+    assert _max_diff(tmp_path / "a", tmp_path / "b") is None
+    assert _max_diff(tmp_path / "a", tmp_path / "c") == 0.5
+    assert _arrays(None, "the ones shipped at `x`") == (
+        "its arrays differ in shape from the ones shipped at `x` (another bridge weight)")

@@ -75,20 +75,14 @@ ENSEMBLES: dict[str, tuple[dict, tuple[int, ...]]] = {
 
 def evaluate_models(models=MODELS, protocols=PROTOCOLS, data=None) -> dict:
     """``{protocol: {model: {direction: metrics}}}`` as ``xmodal eval`` computes them."""
-    from xmodal.eval.protocols import get_protocol
+    from xmodal.errors import XmodalError
     from xmodal.eval.runner import run_eval
     from xmodal.models.registry import get_scorer
 
-    from xmodal.errors import XmodalError
-
     out: dict = {}
     for p in protocols:
-        try:
-            proto = get_protocol(p, data)
-        except XmodalError as exc:
-            if p not in CC_PROTOCOLS:
-                raise
-            log(f"{p} skipped: {exc}")
+        proto = _protocol(p, data)
+        if proto is None:
             continue
         for m in models:
             try:
@@ -101,6 +95,21 @@ def evaluate_models(models=MODELS, protocols=PROTOCOLS, data=None) -> dict:
             out.setdefault(p, {})[m] = rep["directions"]
             log(f"{p} / {m}: {rep['directions']}")
     return out
+
+
+def _protocol(name: str, data=None):
+    """The protocol ``name``, or None (logged) for one that needs Conceptual Captions when
+    CC18k is not on this machine."""
+    from xmodal.errors import XmodalError
+    from xmodal.eval.protocols import get_protocol
+
+    try:
+        return get_protocol(name, data)
+    except XmodalError as exc:
+        if name not in CC_PROTOCOLS:
+            raise
+        log(f"{name} skipped: {exc}")
+        return None
 
 
 def previous_models(keys=tuple(PREVIOUS), data=None) -> dict:
@@ -128,19 +137,13 @@ def test_model(model, protocols, data=None, name: str = "model") -> dict:
     """``{protocol: metrics}`` of a joint-space model, scored as ``xmodal eval -m DIR`` scores a
     saved model (``paper_metrics`` for skimage-ood, else both directions); a protocol that
     needs Conceptual Captions is skipped without it."""
-    from xmodal.errors import XmodalError
-    from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import run_eval
     from xmodal.recipes.flickr8k import embedding_scorer
 
     scorer, test = embedding_scorer(model), {}
     for p in protocols:
-        try:
-            proto = get_protocol(p, data)
-        except XmodalError as exc:
-            if p not in CC_PROTOCOLS:
-                raise
-            log(f"{p} skipped: {exc}")
+        proto = _protocol(p, data)
+        if proto is None:
             continue
         rep = run_eval(proto, scorer, model=name, with_curves=False)
         test[p] = rep["paper_metrics"] if p == "skimage-ood" else rep["directions"]
@@ -152,11 +155,12 @@ def test_model(model, protocols, data=None, name: str = "model") -> dict:
 STAGE1_COMMIT = "712c75b"
 
 
-def _max_diff(a_dir: Path, b_dir: Path) -> float:
-    """Largest absolute difference between two model directories' arrays (same names)."""
+def _max_diff(a_dir: Path, b_dir: Path) -> float | None:
+    """Largest absolute difference between two model directories' arrays; None when their
+    arrays differ in name or shape (e.g. another bridge weight: other embedding widths)."""
     with np.load(Path(a_dir) / "arrays.npz") as a, np.load(Path(b_dir) / "arrays.npz") as b:
-        if set(a.files) != set(b.files):
-            raise ValueError(f"array names differ: {sorted(set(a.files) ^ set(b.files))}")
+        if set(a.files) != set(b.files) or any(a[k].shape != b[k].shape for k in a.files):
+            return None
         return max(float(np.abs(a[k].astype(np.float64) - b[k]).max(initial=0.0))
                    for k in a.files)
 
@@ -194,7 +198,8 @@ def train_cli(stage1=None, data=None) -> dict:
                "load_avg_1min_at_end": round(os.getloadavg()[0], 2),
                "feature_cache_grew_mb": round((_feature_cache_bytes() - before) / 1e6, 1)}
         line = json.loads((out / "config.json").read_text())["provenance"]["stage2"]
-        rec["stage2"] = {k: line[k] for k in ("best_epoch", "w", "score", "top_lr")}
+        rec["stage2"] = {k: line[k] for k in ("best_epoch", "w", "score", "score_w0", "top_lr")
+                         if k in line}
         rec["stage2"]["max_abs_diff"] = _max_diff(out, DEFAULT_MODEL_DIR)
         if stage1 is None:  # the model from scratch on test: a check of the recipe, no choice
             from xmodal.models.dual import DualEncoder

@@ -464,7 +464,9 @@ def _extraction(res: dict) -> list[str]:
     return wrap(f"{text} {_train_cli_historical()}" + _stage2_reproduced(res)) + [""]
 
 
-def _arrays(diff: float, what: str) -> str:
+def _arrays(diff: float | None, what: str) -> str:
+    if diff is None:
+        return f"its arrays differ in shape from {what} (another bridge weight)"
     return (f"its arrays equal {what} exactly" if diff == 0 else
             f"its float16 arrays differ from {what} by at most {diff:.2g}")
 
@@ -523,7 +525,18 @@ def _nearby(one: dict, two: dict, shipped: dict | None) -> str:
     return (" So the whole recipe gives a nearby model, not the shipped one: stage 1's "
             "float-level differences (their cause not isolated) "
             + ("change stage 2's dev choices" if moved else "carry into stage 2")
-            + f" and its selection score by {round(two['score'], 2) - _score(shipped):+.2f}.")
+            + f" and its selection score by {round(two['score'], 2) - _score(shipped):+.2f}."
+            + _threshold(two, shipped))
+
+
+def _threshold(two: dict, shipped: dict) -> str:
+    """Whether the bridge-weight rule, not the heads, made the difference (where recorded)."""
+    if "score_w0" not in two or "score_w0" not in shipped or two["w"] == shipped["w"]:
+        return ""
+    return (f" At `w = 0` it scores {two['score_w0']:.2f} against the shipped run's "
+            f"{shipped['score_w0']:.2f}; the bridge-weight rule (the largest `w` within 1 point "
+            f"of the best) then takes `w = {two['w']:g}` in one run and `w = {shipped['w']:g}` "
+            "in the other.")
 
 
 def _train_cli_historical() -> str:
