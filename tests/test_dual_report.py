@@ -581,16 +581,26 @@ def test_train_cli_records_the_choice_and_the_array_difference(tmp_path, monkeyp
 
 
 def test_array_difference_of_models_of_other_shapes_is_none(tmp_path):
-    """A full train-CLI run that picks another bridge weight saves other widths: no crash."""
+    """A full train-CLI run that picks another bridge weight saves other widths: no crash, and
+    the report says the arrays differ in shape."""
     import numpy as np
 
-    from xmodal.reproduce.dual import _max_diff
-    from xmodal.reproduce.dual_report import _arrays
+    from xmodal.reproduce.dual import max_array_difference
 
     for name, width in (("a", 768), ("b", 1536), ("c", 768)):
         (tmp_path / name).mkdir()
         np.savez(tmp_path / name / "arrays.npz", mean=np.full(width, 0.5 if name == "c" else 0.0))
-    assert _max_diff(tmp_path / "a", tmp_path / "b") is None
-    assert _max_diff(tmp_path / "a", tmp_path / "c") == 0.5
-    assert _arrays(None, "the ones shipped at `x`") == (
-        "its arrays differ in shape from the ones shipped at `x` (another bridge weight)")
+    assert max_array_difference(tmp_path / "a", tmp_path / "b") is None
+    assert max_array_difference(tmp_path / "a", tmp_path / "c") == 0.5
+
+    res, extra = _synthetic()
+    lr = SHIPPED_STAGE2["top_lr"]
+    res["finetune"] = [_stage2(lr, 30.0)]
+    two = {"best_epoch": 2, "w": 0.1, "score": 29.0, "top_lr": lr, "max_abs_diff": None}
+    res["train_cli"] = {"wall_s": 2100, "load_avg_1min_at_end": 3.2, "stage2": two,
+                        "stage1": {"wall_s": 1300, "best_epoch": [55, 45, 55], "w": 0.1,
+                                   "reference_commit": "712c75b", "max_abs_diff": 0.0005},
+                        "run": {**RUN, "command": "xmodal reproduce dual --train-cli full"}}
+    md = _flat(report_markdown(res, extra))
+    assert ("its arrays differ in shape from the ones shipped at `0123456` (another bridge "
+            "weight)") in md

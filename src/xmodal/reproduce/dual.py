@@ -155,7 +155,7 @@ def test_model(model, protocols, data=None, name: str = "model") -> dict:
 STAGE1_COMMIT = "712c75b"
 
 
-def _max_diff(a_dir: Path, b_dir: Path) -> float | None:
+def max_array_difference(a_dir: Path, b_dir: Path) -> float | None:
     """Largest absolute difference between two model directories' arrays; None when their
     arrays differ in name or shape (e.g. another bridge weight: other embedding widths)."""
     with np.load(Path(a_dir) / "arrays.npz") as a, np.load(Path(b_dir) / "arrays.npz") as b:
@@ -200,7 +200,7 @@ def train_cli(stage1=None, data=None) -> dict:
         line = json.loads((out / "config.json").read_text())["provenance"]["stage2"]
         rec["stage2"] = {k: line[k] for k in ("best_epoch", "w", "score", "score_w0", "top_lr")
                          if k in line}
-        rec["stage2"]["max_abs_diff"] = _max_diff(out, DEFAULT_MODEL_DIR)
+        rec["stage2"]["max_abs_diff"] = max_array_difference(out, DEFAULT_MODEL_DIR)
         if stage1 is None:  # the model from scratch on test: a check of the recipe, no choice
             from xmodal.models.dual import DualEncoder
 
@@ -211,7 +211,7 @@ def train_cli(stage1=None, data=None) -> dict:
             rec["stage1"] = {"wall_s": round((first / "config.json").stat().st_mtime - t0),
                              "best_epoch": prov["best_epoch"], "w": prov["bridge_weight"],
                              "reference_commit": STAGE1_COMMIT,
-                             "max_abs_diff": _max_diff(first, files_at(
+                             "max_abs_diff": max_array_difference(first, files_at(
                                  STAGE1_COMMIT, "src/xmodal/assets/dual", Path(tmp) / "ref"))}
     log(f"xmodal train dual: {rec}")
     return rec
