@@ -286,6 +286,14 @@ def test_a_replaced_stage2_default_keeps_its_rows_and_the_looks_are_counted():
     assert "1,536-d, unit length (with `w = 0` after stage 2: the heads' 768-d alone)" in md
 
 
+def _full_run(stage2: dict) -> dict:
+    """A ``--train-cli full`` record: stage 1 within 0.0005 of the reference, then ``stage2``."""
+    return {"wall_s": 2100, "load_avg_1min_at_end": 3.2, "stage2": stage2,
+            "stage1": {"wall_s": 1300, "best_epoch": [55, 45, 55], "w": 0.1,
+                       "reference_commit": "712c75b", "max_abs_diff": 0.0005},
+            "run": {**RUN, "command": "xmodal reproduce dual --train-cli full"}}
+
+
 def test_the_train_cli_run_is_quoted_from_the_json_when_recorded():
     res, extra = _synthetic()
     shipped = next(v for v in res["broader"] if v["variant"] == SHIPPED)
@@ -307,10 +315,7 @@ def test_the_train_cli_run_is_quoted_from_the_json_when_recorded():
     assert ("its float16 arrays differ from the ones shipped at `0123456` by up to 0.02 (the "
             "head conv's") in md
 
-    res["train_cli"] = {"wall_s": 2100, "load_avg_1min_at_end": 3.2, "stage2": two,
-                        "stage1": {"wall_s": 1300, "best_epoch": [55, 45, 55], "w": 0.1,
-                                   "reference_commit": "712c75b", "max_abs_diff": 0.0005},
-                        "run": {**RUN, "command": "xmodal reproduce dual --train-cli full"}}
+    res["train_cli"] = _full_run(two)
     md = _flat(report_markdown(res, extra))
     assert ("Training the shipped recipe end to end with `xmodal train dual --out OUT` (`xmodal "
             "reproduce dual --train-cli full` at `0123456`, 2030-01-01; features cached; two "
@@ -597,10 +602,7 @@ def test_array_difference_of_models_of_other_shapes_is_none(tmp_path):
     lr = SHIPPED_STAGE2["top_lr"]
     res["finetune"] = [_stage2(lr, 30.0)]
     two = {"best_epoch": 2, "w": 0.1, "score": 29.0, "top_lr": lr, "max_abs_diff": None}
-    res["train_cli"] = {"wall_s": 2100, "load_avg_1min_at_end": 3.2, "stage2": two,
-                        "stage1": {"wall_s": 1300, "best_epoch": [55, 45, 55], "w": 0.1,
-                                   "reference_commit": "712c75b", "max_abs_diff": 0.0005},
-                        "run": {**RUN, "command": "xmodal reproduce dual --train-cli full"}}
+    res["train_cli"] = _full_run(two)
     md = _flat(report_markdown(res, extra))
     assert ("its arrays differ in shape from the ones shipped at `0123456` (another bridge "
             "weight)") in md
