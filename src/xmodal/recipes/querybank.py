@@ -28,7 +28,6 @@ KMEANS_SIZES = (128, 512)
 # top DIM principal directions, int8; selected on the dev splits by select_image_bank
 SHIPPED_IMAGE_BANK = {"dim": 256, "beta": 20.0}
 IMAGE_BANK_DIMS = (64, 128, 256)
-MODEL_FILES_LIMIT = 16_000_000  # bytes: issue 17's limit on the model files in the repository
 
 
 _BANKS: dict[tuple, tuple] = {}
