@@ -98,11 +98,13 @@ def _synthetic(fourth=()) -> tuple[dict, dict]:
                                "machine": MACHINE, "results": {"images": 300, "models": {
                                    "m": {"images_per_s": 14.0, "ratio_to_first": 1.0},
                                    "dual": {"images_per_s": 13.0, "ratio_to_first": 0.93}}}},
-        "encode_speed": {"results": {"efficientnet_images_per_s_cold": 7.0,
-                                     "efficientnet_images_per_s_cold_with_maps": 6.5,
-                                     "efficientnet_images_per_s_cached": 6700.0,
-                                     "minilm_texts_per_s_cold": 60.0,
-                                     "dual_single_query_ms": 140.0}},
+        "encode_speed": {"command": "python benchmarks/encode_speed.py", "machine": MACHINE,
+                         "results": {"engine": "onnx", "images": 200, "texts": 2000,
+                                     "cold": {"lite0": 80.0, "lite2": 40.0, "minilm": 250.0,
+                                              "mpnet": 30.0},
+                                     "lite2_cached": 15000.0, "training_data": {
+                                         "flickr8k": {"images": 8000, "captions": 40000},
+                                         "cc": {"images": 18000, "captions": 18000}}}},
     }
     return res, extra
 
@@ -415,7 +417,7 @@ def test_first_round_renders_from_the_json_and_its_rule_follows_the_sweep():
     assert ("(`xmodal reproduce dual --no-eval --ood ''` at commit `0123456` (2030-01-01 00:00 "
             "UTC, shared CPU, load average about 0 at its end); first run by") in md
     assert "Where the rerun differs, the historical run gave `base`: best epoch 30," in md
-    assert "not rerun" not in md.split("For the bridge alone")[0]
+    assert "not rerun" not in md.split("Averaging WordNet")[0]
     # base's historical test cell was at w = 0.2: compared with the rerun there (25.0 / 20.0)
     assert ("The historical test cell of `base` was measured by `xmodal eval` at w = 0.2; the "
             "rerun there gives 25.0 / 20.0.") in md
@@ -606,3 +608,33 @@ def test_array_difference_of_models_of_other_shapes_is_none(tmp_path):
     md = _flat(report_markdown(res, extra))
     assert ("its arrays differ in shape from the ones shipped at `0123456` (another bridge "
             "weight)") in md
+
+
+def test_bridge_temperature_renders_from_the_json_or_is_marked_historical():
+    res, extra = _synthetic()
+    md = _flat(report_markdown(res, extra))
+    assert "A softmax temperature of 2 over the ImageNet classes was worse (dev i2t R@1 0.1†" in md
+    run = {"command": "xmodal reproduce dual --no-eval --ood '' --bridge-temperature 0.5 1 2",
+           "git_commit": "0123456", "date": "2030-01-01T00:00:00+00:00", "machine": MACHINE}
+    res["bridge_temperature"] = {"run": run, "lines": [
+        {"temperature": t, "dev": {"i2t_R@1": i2t, "t2i_R@1": t2i}}
+        for t, i2t, t2i in ((2.0, 0.5, 3.0), (0.5, 4.0, 5.5), (1.0, 3.5, 5.0))]}
+    md = _flat(report_markdown(res, extra))
+    assert ("Its softmax temperature over the ImageNet classes, on dev (`xmodal reproduce dual "
+            "--no-eval --ood '' --bridge-temperature 0.5 1 2` at commit `0123456`") in md
+    assert "i2t / t2i R@1): 0.5: 4.0 / 5.5, 1: 3.5 / 5.0, 2: 0.5 / 3.0." in md
+    assert "was worse (dev i2t R@1" not in md
+
+
+def test_extraction_time_follows_the_encode_speed_benchmark():
+    res, extra = _synthetic()
+    md = _flat(report_markdown(res, extra))
+    # 2 x 26,000 images at 40 images/s = 1,300 s; 58,000 captions at 30/s = 1,933 s
+    assert ("Lite2 of the 26,000 Flickr8K + CC images and their mirror images about 22 minutes, "
+            "MPNet of their 58,000 captions about 32 minutes (Lite0 of the 18,000 CC images, for "
+            "the Lite0 variant, about 4 minutes)") in md
+    assert "EfficientNet-Lite0 80.0 images/s and Lite2 40.0; MiniLM 250 captions/s and MPNet 30." \
+        in md
+    extra["encode_speed"]["results"]["cold"]["mpnet"] = 60.0
+    md = _flat(report_markdown(res, extra))
+    assert "MPNet of their 58,000 captions about 16 minutes" in md

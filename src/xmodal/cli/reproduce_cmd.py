@@ -279,6 +279,10 @@ def dual(
     ensembles: str = typer.Option("", "--ensembles", help="Second-round variants, dev only, "
                                   "e.g. shipped,ep30,ens2_hn5."),
     max_train: int = typer.Option(6000, "--max-train", help="Training images for --variants."),
+    bridge_temperature: str = typer.Option("", "--bridge-temperature", help="First round: the "
+                                           "zero-shot bridge on dev with each softmax "
+                                           "temperature over the ImageNet classes, e.g. "
+                                           "0.5,1,2 (seconds)."),
     broader: str = typer.Option("", "--broader", help="Third-round variants (broader data, "
                                 "stronger encoders; dev only), e.g. cc,cc_lite2_mpnet."),
     models_dir: Path = typer.Option(None, "--models-dir", help="Also save each --broader "
@@ -332,6 +336,8 @@ def dual(
 
       xmodal reproduce dual --no-eval --ood '' --variants base,lit,drop4ep60
 
+      xmodal reproduce dual --no-eval --ood '' --bridge-temperature 0.5,1,2
+
       OMP_NUM_THREADS=2 xmodal reproduce dual --no-eval --ood '' --ensembles shipped,ens2_hn5
 
       xmodal reproduce dual --no-eval --ood '' --broader f8k,cc,cc_lite2_mpnet --models-dir m
@@ -360,7 +366,7 @@ def dual(
                    finetune_epochs=None if finetune_epochs == 6 else finetune_epochs,
                    finetune_flip=None if finetune_flip == 0.5 else finetune_flip,
                    querybank=querybank, image_bank=image_bank, previous=previous,
-                   train_cli=train_cli)
+                   train_cli=train_cli, bridge_temperature=bridge_temperature)
     reproduce(not no_eval, tuple(_names(ood)), tuple(_names(variants)), tuple(_names(ensembles)),
               max_train, data, out, cmd, broader_names=tuple(_names(broader)),
               models_dir=models_dir, report=report,
@@ -370,7 +376,8 @@ def dual(
               querybank_betas=tuple(float(x) for x in _names(querybank)),
               image_bank_dims=tuple(int(x) for x in _names(image_bank)), previous=previous,
               train_cli_from=None if train_cli is None else
-              (train_cli if train_cli == "full" else Path(train_cli)))
+              (train_cli if train_cli == "full" else Path(train_cli)),
+              bridge_temperature=tuple(float(x) for x in _names(bridge_temperature)))
     console.print(f"wrote {out / 'dual_encoder.json'} and dual_encoder_tables.md")
 
 

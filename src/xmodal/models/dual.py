@@ -39,7 +39,8 @@ from typing import Protocol as TypingProtocol
 import numpy as np
 
 from xmodal.errors import XmodalError
-from xmodal.models.modeldir import read_model_dir, write_model_dir
+from xmodal.models.modeldir import (dequantize_rows, quantize_rows, read_model_dir,
+                                    write_model_dir)
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "dual"
 MODEL_TYPE = "dual-encoder"
@@ -350,11 +351,7 @@ def _int8_matrices(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if v.ndim != 2:
             out[k] = v.astype(np.float16)
             continue
-        scale = (np.abs(v).max(axis=1) / 127.0).astype(np.float16)
-        scale[scale == 0] = 1.0
-        out[k + _Q8] = np.round(v / scale.astype(np.float32)[:, None]).clip(-127, 127).astype(
-            np.int8)
-        out[k + _Q8 + "scale"] = scale
+        out[k + _Q8], out[k + _Q8 + "scale"] = quantize_rows(v)
     return out
 
 
@@ -363,8 +360,7 @@ def _from_int8(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     out = {}
     for k, v in arrays.items():
         if k.endswith(_Q8):
-            out[k[: -len(_Q8)]] = (v.astype(np.float32)
-                                   * arrays[k + "scale"].astype(np.float32)[:, None])
+            out[k[: -len(_Q8)]] = dequantize_rows(v, arrays[k + "scale"])
         elif not k.endswith(_Q8 + "scale"):
             out[k] = v
     return out

@@ -122,6 +122,21 @@ def read_model_dir(
                       config.get("provenance", {}), arrays)
 
 
+def quantize_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A 2-d array stored small: int8 codes and one float16 scale per row (each row's largest
+    absolute value maps to 127). :func:`dequantize_rows` gives back the approximate rows."""
+    matrix = np.asarray(matrix, np.float64)
+    scales = (np.abs(matrix).max(axis=1) / 127.0).astype(np.float16)
+    scales[scales == 0] = 1.0  # an all-zero row (or one below float16's range) codes as zeros
+    codes = np.round(matrix / scales.astype(np.float64)[:, None]).clip(-127, 127).astype(np.int8)
+    return codes, scales
+
+
+def dequantize_rows(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
+    """(rows, d) float32 from :func:`quantize_rows`' codes and scales."""
+    return codes.astype(np.float32) * scales.astype(np.float32)[:, None]
+
+
 def model_class(type: str, where: str = "") -> type:
     """The estimator class registered for a saved-model ``type``."""
     if type not in MODEL_TYPES:

@@ -26,6 +26,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from xmodal.errors import XmodalError
+from xmodal.models.modeldir import dequantize_rows, quantize_rows
 
 
 class QuerybankNorm:
@@ -116,16 +117,13 @@ def compress_bank(bank: np.ndarray, dim: int) -> dict[str, np.ndarray]:
     mean = bank.mean(axis=0)
     _, _, vt = np.linalg.svd(bank - mean, full_matrices=False)
     basis = vt[:dim].T.astype(np.float16)
-    coords = (bank - mean) @ basis.astype(np.float64)
-    scales = np.abs(coords).max(axis=1) / 127.0
-    scales = np.where(scales > 0, scales, 1.0).astype(np.float16)
-    codes = np.round(coords / scales.astype(np.float64)[:, None]).clip(-127, 127).astype(np.int8)
+    codes, scales = quantize_rows((bank - mean) @ basis.astype(np.float64))
     return {"codes": codes, "scales": scales, "mean": mean.astype(np.float16), "basis": basis}
 
 
 def expand_bank(compact: dict[str, np.ndarray]) -> np.ndarray:
     """(rows, d) float32: the bank :func:`compress_bank` stored."""
-    coords = compact["codes"].astype(np.float32) * compact["scales"].astype(np.float32)[:, None]
+    coords = dequantize_rows(compact["codes"], compact["scales"])
     return coords @ compact["basis"].astype(np.float32).T + compact["mean"].astype(np.float32)
 
 

@@ -6,7 +6,8 @@
 - :func:`ood_check`: the ``skimage-ood`` protocol: scikit-image sample photos, one sentence query
   each, alone and among the 1,000 Flickr8K test images;
 - :func:`variants` / :func:`ensembles`: the training variants compared on the dev split (the
-  report's "What was tried" tables; selection on dev only, test shown for the record).
+  report's "What was tried" tables; selection on dev only, test shown for the record);
+  :func:`bridge_temperatures`: the zero-shot bridge's softmax temperature on dev.
 """
 
 from __future__ import annotations
@@ -291,6 +292,21 @@ def variants(names, max_train: int = 6000, data=None, weights=(0.0, 0.1, 0.2, 0.
     return lines
 
 
+def bridge_temperatures(temperatures, max_train: int = 6000, data=None) -> list[dict]:
+    """First round, dev split only: the zero-shot bridge (no trained head) with each softmax
+    temperature over the ImageNet classes (1 is what ships)."""
+    from xmodal.models.dual import DualEncoder
+    from xmodal.models.dual_train import load_train_data
+
+    td = load_train_data(data, max_train_images=max_train, use_maps=False, progress=False)
+    lines = []
+    for t in temperatures:
+        bridge = DualEncoder(bridge_weight=1.0, bridge_temperature=t)
+        lines.append({"temperature": t, "dev": _split_eval(bridge, td, td.pooled, "dev")})
+        log(json.dumps(lines[-1]))
+    return lines
+
+
 def ensembles(names, data=None, weights=(0.0, 0.1, 0.2)) -> list[dict]:
     """Second round, dev split only: K heads (seeds 0..K-1) whose unit embeddings are
     concatenated / sqrt(K), blended with the bridge as the single model is."""
@@ -362,7 +378,8 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
               command: str = "xmodal reproduce dual", broader_names=(), models_dir=None,
               report: Path | None = None, finetune_lrs=(), finetune_epochs: int = 6,
               finetune_flip: float = 0.5, finetune_from=None, querybank_betas=(),
-              image_bank_dims=(), previous: bool = False, train_cli_from=None) -> dict:
+              image_bank_dims=(), previous: bool = False, train_cli_from=None,
+              bridge_temperature=()) -> dict:
     """Run the requested parts, merge them into ``dual_encoder.json`` (parts not rerun are
     kept), write the tables to ``dual_encoder_tables.md`` beside it and, unless ``report`` is
     None, the report (logged and skipped when the results it cites are not beside it).
@@ -386,6 +403,9 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
         redone = {v["variant"] for v in lines}
         res["variants"] = ([v for v in res.get("variants", []) if v["variant"] not in redone]
                            + [{**v, "run": run} for v in lines])
+    if bridge_temperature:
+        res["bridge_temperature"] = {"lines": bridge_temperatures(bridge_temperature, max_train,
+                                                                  data), "run": stamp(command)}
     if ensemble_names:
         t1 = time.time()
         res["ensembles"] = ensembles(ensemble_names, data)

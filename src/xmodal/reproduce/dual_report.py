@@ -42,8 +42,6 @@ NEEDED = ("f8k", "cc", "cc_lite2", "cc_mpnet", "cc_lite2_mpnet", "cc_lite2_mpnet
 # numbers that no result file records (marked † in the report)
 UNRECORDED = {
     "model_mb": 10.4,  # the third round's shipped arrays
-    # feature extraction, from the extraction runs' logs: (items, wall s)
-    "extraction": {"lite0_cc": (18643, 171), "lite2": (26734, 240), "mpnet": (59098, 743)},
     # OMP_NUM_THREADS=1 xmodal train dual: the recipe it trained (a --broader variant), wall s,
     # load average, largest |difference| to that variant's shipped arrays, threads of the run
     # that made the shipped arrays (the third round's: 1510 s, load 4, difference 0.0, 1 thread)
@@ -72,8 +70,6 @@ UNRECORDED = {
         "flickr8k-5cap": {"i2t": (0.335, 0.611, 0.739, 3), "t2i": (0.272, 0.5812, 0.7198, 4)},
         "cc-heldout": {"i2t": (0.294, 0.61, 0.726, 3), "t2i": (0.319, 0.625, 0.735, 3)},
     },
-    "index_ratio_300_photos": 0.56,
-    "encode_speed_load": 3,
     # first round (issue 3), scripts/train_dual_experiments.py: label, best epoch, dev R@1
     # (i2t, t2i) at w=0 and w=0.1, test R@1 at w=0.1 (or as noted)
     "first_round": {
@@ -117,9 +113,6 @@ UNRECORDED = {
                               "ens3_ep30": ((26.4, 21.3), 23.85)},
     "second_round_load": 2,
     "ens2_hn5_mean_at_w01": 27.81,
-    "ens3_mb": 11,
-    "fit_s_earlier_load": 390,
-    "extraction_images_per_s_issue3": (1, 7),
 }
 # limits of issue 3's second round
 LIMITS = {"mb": 8, "budget_min": 15}
@@ -279,9 +272,10 @@ def _spaced(count: str) -> str:
     return count.replace("/", " / ")
 
 
-def _approx(x: float) -> str:
-    """Two significant digits: 111.4 -> "110"."""
-    return f"{round(x, 1 - math.floor(math.log10(abs(x)))):.0f}"
+def _minutes(seconds: float) -> str:
+    """A duration in whole minutes: 1310.4 -> "22 minutes"."""
+    m = max(1, round(seconds / 60))
+    return f"{m} minute{'s' * (m != 1)}"
 
 
 def _module(command: str) -> str:
@@ -309,7 +303,7 @@ def report_markdown(res: dict, extra: dict) -> str:
     """``reports/dual_encoder.md`` from ``dual_encoder.json`` (``res``) and the results of
     :data:`EXTRA` (``extra``: name -> its JSON)."""
     variants = {v["variant"]: v for v in res["broader"]}
-    sections = (_intro(res), _what(variants, res), _reproduce(res), _extraction(res),
+    sections = (_intro(res), _what(variants, res), _reproduce(res), _extraction(res, extra),
                 _results(res, extra), _ood(res, extra), _third(res, variants, extra),
                 _fourth(res, variants), _fifth(res, variants, extra), _sixth(res),
                 _seventh(res, extra), _first(res),
@@ -448,15 +442,20 @@ def _reproduce(res: dict) -> list[str]:
                     "stored JSON (seconds)", "```", ""]
 
 
-def _extraction(res: dict) -> list[str]:
-    ex = UNRECORDED["extraction"]
-    (n0, s0), (n2, s2), (nt, st) = ex["lite0_cc"], ex["lite2"], ex["mpnet"]
+def _extraction(res: dict, extra: dict) -> list[str]:
+    enc = extra["encode_speed"]["results"]
+    rate, sizes = enc["cold"], enc["training_data"]
+    images = sum(d["images"] for d in sizes.values())
+    captions = sum(d["captions"] for d in sizes.values())
+    data = " + ".join({"flickr8k": "Flickr8K", "cc": "CC"}[k] for k in sizes)
     text = (
-        "Feature extraction, once (wall times from the extraction runs' logs, not a benchmark; "
-        f"machine shared with two other jobs): Lite0 of the {n0:,} CC images {s0} s{DAGGER}; "
-        f"Lite2 of Flickr8K + CC ({n2:,} images) {s2} s{DAGGER} (~{_approx(n2 / s2)} images/s); "
-        f"MPNet of the {nt:,} captions + class names {st} s{DAGGER} (~{_approx(nt / st)} "
-        "captions/s, ONNX Runtime).")
+        f"Feature extraction, once, at the cold rates under Speed (`{_module(extra['encode_speed']['command'])}`): "
+        f"Lite2 of the {images:,} {data} images and their mirror images about "
+        f"{_minutes(2 * images / rate['lite2'])}, MPNet of their {captions:,} captions about "
+        f"{_minutes(captions / rate['mpnet'])}"
+        + (f" (Lite0 of the {sizes['cc']['images']:,} CC images, for the Lite0 variant, about "
+           f"{_minutes(sizes['cc']['images'] / rate['lite0'])})" if "cc" in sizes else "")
+        + "; the features are cached on disk, so this is paid once.")
     rec = res.get("train_cli")
     if rec and "stage1" in rec:
         return wrap(f"{text} {_train_cli_full(res, rec)}"
@@ -1401,12 +1400,25 @@ def _first(res: dict) -> list[str]:
               + ", ".join(f"{'w=' if i == 0 else ''}{w:g}: {v[0]:.1f}/{v[1]:.1f}{d}"
                           for i, (w, v) in enumerate(sweep.items()))
               + f" (rule picks {rule:g}). The bridge alone: dev "
-              f"{data['alone'][0]:.1f}/{data['alone'][1]:.1f}{d}.{was} For the bridge alone, "
-              "averaging WordNet synonyms or a softmax temperature of 0.5 changed dev R@1 by "
-              "less than 1 point and a temperature of 2 was worse (i2t "
-              f"{UNRECORDED['bridge_temperature_2_i2t']}{DAGGER}; issue 3, not rerun), so plain "
-              "class names and temperature 1 stayed."), "",
+              f"{data['alone'][0]:.1f}/{data['alone'][1]:.1f}{d}.{was} "
+              + _bridge_temperature(res)), "",
     ]
+
+
+def _bridge_temperature(res: dict) -> str:
+    """The zero-shot bridge's softmax temperature on dev (``--bridge-temperature``)."""
+    rec = res.get("bridge_temperature")
+    if rec:
+        by = {line["temperature"]: _r1(line["dev"]) for line in rec["lines"]}
+        temps = ", ".join(f"{t:g}: {_pair(v)}" for t, v in sorted(by.items()))
+        how = (f"Its softmax temperature over the ImageNet classes, on dev ({_run(rec['run'])}; "
+               f"i2t / t2i R@1): {temps}")
+    else:
+        how = (f"A softmax temperature of 2 over the ImageNet classes was worse (dev i2t R@1 "
+               f"{UNRECORDED['bridge_temperature_2_i2t']}{DAGGER}; issue 3)")
+    return (f"{how}. Averaging WordNet synonyms into the class names changed dev R@1 by less "
+            "than 1 point in issue 3 (that code did not ship and was not rerun). Plain class "
+            "names and temperature 1 stayed.")
 
 
 def _first_row(row: tuple, mark: str) -> str:
@@ -1473,10 +1485,12 @@ def _second(res: dict) -> list[str]:
     # the best variant that fits the size limit (two heads at most) would ship
     cand = max((n for n in rows if len(rows[n][1]) <= 2), key=gain.get)
     rule_w, rule_mean = data["rule"][cand]
-    fit_s = UNRECORDED["fit_s_earlier_load"]
+    issue3 = res.get("previous", {}).get("previous_test", {}).get("model_mb")
+    one_head = (f" (the issue-3 model's files, one head: {issue3:g} MB, `--previous`)"
+                if issue3 else "")
+    ens3_fit = f" ({ens3[2]} s in the rerun)" if run is not None else ""
     below = [base - mean for _, mean in shown.values()]
     ens = sorted(gain[n] for n in ("ens2", "ens3"))
-    lo, hi = UNRECORDED["extraction_images_per_s_issue3"]
     first = _first_data(res) or _historical_first()
     maps = first if not {"v2", "maps"} & first["historical"] else _historical_first()
     lost = maps["rows"]["v2"][2][1] - maps["rows"]["maps"][2][1]
@@ -1510,9 +1524,8 @@ def _second(res: dict) -> list[str]:
                                   {"`ens2_hn5`": rule_then},
                                   lambda r: [(f"mean at w = {r[0]:g}", f"{r[1]:.2f}")]),
                    "numbers, as rounded here")
-        was += (" Fit times are the rerun's, on a CPU shared with other jobs (the historical "
-                f"run, on a nearly idle machine, took {hist['rows']['shipped'][2]} s{DAGGER} for "
-                "the shipped recipe).")
+        was += (" Fit times are the rerun's, on a CPU shared with other jobs; the historical "
+                "run had a nearly idle machine.")
     heads = {1: "one head", 2: "two float16 heads"}.get(len(rows[cand][1]), "float16 heads")
     return [
         "### Second round (issue 3, 2026-11-22, 02:17-02:39 UTC): ensembles, hard negatives, "
@@ -1553,14 +1566,11 @@ def _second(res: dict) -> list[str]:
               "classes for out-of-domain photos, and there was no time left in this session "
               "(result at 02:39 UTC, deadline 03:00) to retrain through `xmodal train dual`, "
               "re-measure the test protocols and the out-of-domain check. It is the first "
-              f"candidate for the next round (`--ensembles {cand}`; an estimated "
-              f"{3.75 * len(rows[cand][1]):.1f} MB as {heads}, not measured). `ens3` "
-              f"({gain['ens3']:+.2f} at w = {ens3[6]:g}) does not fit the constraints: three "
-              f"heads of this size are about {UNRECORDED['ens3_mb']} MB{DAGGER} in float16 "
-              f"(limit {LIMITS['mb']} MB), and three 60-epoch fits take about "
-              f"{round(3 * fit_s / 60)} minutes at the earlier measured load ({fit_s} s{DAGGER} "
-              f"each; {LIMITS['budget_min']}-minute budget). The shippable ensembles (two heads: "
-              "an estimated 7.5 MB) gained "
+              f"candidate for the next round (`--ensembles {cand}`, {heads}). `ens3` "
+              f"({gain['ens3']:+.2f} at w = {ens3[6]:g}) did not fit the constraints of the "
+              f"time: three heads in float16 against a {LIMITS['mb']} MB limit on the model "
+              f"files{one_head}, and three 60-epoch fits{ens3_fit} against a "
+              f"{LIMITS['budget_min']}-minute budget. The two-head ensembles gained "
               + and_list(f"{gain[n]:.2f} (`{n}`)" for n in ("ens2", "ens2_ep30"))
               + ", within seed noise: seeds 1 and 2 of the shipped recipe select epoch"
               f"{'s' * (len(seeds) > 1)} {and_list(map(str, seeds))}, not {ens3[1][0]}, so seed "
@@ -1569,8 +1579,8 @@ def _second(res: dict) -> list[str]:
               "`hard_negative_beta=0`), so the shipped model and `xmodal train dual` are "
               "unchanged.", "- "),
         "",
-        *wrap("Not done, for lack of CPU time on a machine shared by about eight jobs (feature "
-              f"extraction ran at {lo} to {hi} images/s{DAGGER}): mirrored-image feature "
+        *wrap("Not done, for lack of CPU time on a machine shared by many jobs, where feature "
+              "extraction crawled: mirrored-image feature "
               "augmentation (code path exists, `use_flip`; the mirrored features were not "
               "finished), attention over the cells with the shipped dropout and schedule (with "
               f"v2's it {'lost' if lost >= 0 else 'gained'} {abs(lost):.1f}{lost_mark} points of "
@@ -1604,8 +1614,7 @@ def _speed(variants: dict, extra: dict) -> list[str]:
                f"{run['results']['images']:,} Flickr8K test photos, alternating; "
                "`benchmarks/results/index_speed_models_lite0_vs_lite2.json`): the shipped Lite2 "
                f"model indexed at {lite2:.1f} images/s against {lite0:.1f} for the same recipe "
-               f"on Lite0 (`{Path(lite0_key).name}`), a ratio of **{ratio:.2f}** "
-               f"({UNRECORDED['index_ratio_300_photos']}{DAGGER} in a 300-photo run just before)."
+               f"on Lite0 (`{Path(lite0_key).name}`), a ratio of **{ratio:.2f}**."
                f" Both absolute figures are depressed by a load average of about {round(load)} "
                f"from other jobs (Lite0 alone reached {quiet_ips:.0f} images/s on {calmer} "
                "machine, `index_speed.json`); the ratio is the product figure: the default model "
@@ -1619,19 +1628,23 @@ def _speed(variants: dict, extra: dict) -> list[str]:
                "`benchmarks/results/query_latency.json`, median of "
                f"{lat['results']['mpnet']['n']}): MPNet alone {ms['mpnet']:.1f} ms against "
                f"MiniLM {ms['minilm']:.1f} ms; the shipped model's `embed_texts` (MPNet plus "
-               f"heads) {ms['dual_embed_texts']:.1f} ms. The figures below are the issue-3 "
-               "measurements of the previous default (Lite0 + MiniLM, torch engine; ONNX Runtime "
-               "is now the default engine, see `benchmarks/results/index_speed.json`)."), "",
-        "(`benchmarks/encode_speed.py`, results in `benchmarks/results/encode_speed.json`)", "",
-        *wrap("On the shared 2-core CPU (load average about "
-               f"{UNRECORDED['encode_speed_load']}{DAGGER} at the time): EfficientNet-Lite0 "
-               f"{enc['efficientnet_images_per_s_cold']:.1f} images/s cold "
-               f"({enc['efficientnet_images_per_s_cold_with_maps']:.1f} with feature maps), about "
-               f"{round(enc['efficientnet_images_per_s_cached'], -2):,.0f} images/s from the disk "
-               f"cache; MiniLM {enc['minilm_texts_per_s_cold']:.0f} captions/s cold; one text "
-               f"query through the shipped model {enc['dual_single_query_ms']:.0f} ms (MiniLM "
-               "plus cache look-up plus heads)."), "",
+               f"heads) {ms['dual_embed_texts']:.1f} ms."), "",
+        *_encode_speed(extra["encode_speed"]),
     ]
+
+
+def _encode_speed(rec: dict) -> list[str]:
+    enc = rec["results"]
+    cold = enc["cold"]
+    engine = {"onnx": "ONNX Runtime", "torch": "torch"}.get(enc["engine"], enc["engine"])
+    return wrap(
+        f"Encoder throughput as feature extraction runs it (`{_module(rec['command'])}`, "
+        f"`benchmarks/results/encode_speed.json`; {engine}, disk cache off, "
+        f"{enc['images']:,} Flickr8K test photos and {enc['texts']:,} captions a model, load "
+        f"average {rec['machine']['load_avg_1min']:.1f} at its end): EfficientNet-Lite0 "
+        f"{cold['lite0']:.1f} images/s and Lite2 {cold['lite2']:.1f}; MiniLM "
+        f"{cold['minilm']:.0f} captions/s and MPNet {cold['mpnet']:.0f}. From the disk cache, "
+        f"Lite2 features load at about {round(enc['lite2_cached'], -3):,.0f} images/s.") + [""]
 
 
 def write_report(results: Path, report: Path | None) -> None:
