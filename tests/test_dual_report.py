@@ -417,7 +417,7 @@ def test_first_round_renders_from_the_json_and_its_rule_follows_the_sweep():
     assert ("(`xmodal reproduce dual --no-eval --ood ''` at commit `0123456` (2030-01-01 00:00 "
             "UTC, shared CPU, load average about 0 at its end); first run by") in md
     assert "Where the rerun differs, the historical run gave `base`: best epoch 30," in md
-    assert "not rerun" not in md.split("Averaging WordNet")[0]
+    assert "not rerun" not in md.split("Issue 3 also tried averaging WordNet")[0]
     # base's historical test cell was at w = 0.2: compared with the rerun there (25.0 / 20.0)
     assert ("The historical test cell of `base` was measured by `xmodal eval` at w = 0.2; the "
             "rerun there gives 25.0 / 20.0.") in md
