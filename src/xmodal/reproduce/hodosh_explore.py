@@ -67,8 +67,9 @@ def explore(names=None, data=None, command: str = "") -> dict:
         data_for = sliced if params["n_landmarks"] == SLICED else hd
         image = ImageSide(data_for, params["image_kernel"], params["power"])
         marks = landmarks(hd.train_ids, params["n_landmarks"], params["seed"])
-        blocks = {}
-        for rows_name, rows in (("train", hd.train_ids), ("dev", hd.dev_ids)):
+        blocks = {}  # the train block of a sliced run is a slice, not a computation
+        parts = (("train", hd.train_ids), ("dev", hd.dev_ids))[data_for is sliced:]
+        for rows_name, rows in parts:
             t = time.time()
             image.block(rows, marks)  # computed here (or read from the cache) for the fit
             blocks[f"{rows_name} x {len(marks)}"] = round(time.time() - t, 1)
@@ -83,10 +84,13 @@ def explore(names=None, data=None, command: str = "") -> dict:
 
 def best(columns: dict, task: str, kappa: float | None = None) -> dict:
     """The dev row with the best R@5 + R@10 on ``task`` (ties: the lower medR, then the grid
-    order), among all kappas or one: ``{"kappa", "n", "R@1", "R@5", "R@10", "medR"}``."""
+    order; the rule of ``HodoshKCCA.best_single``), among all kappas or one: ``{"kappa", "n",
+    "R@1", "R@5", "R@10", "medR"}``."""
+    from xmodal.eval.selection import ranked
+
     m = columns[task]
     rows = [i for i, k in enumerate(columns["kappa"]) if kappa is None or k == kappa]
-    i = min(rows, key=lambda i: (-(m["R@5"][i] + m["R@10"][i]), m["medR"][i], i))
+    i = ranked(rows, lambda i: (m["R@5"][i] + m["R@10"][i], -m["medR"][i]))[0]
     return {"kappa": columns["kappa"][i], "n": columns["n"][i],
             **{k: m[k][i] for k in ("R@1", "R@5", "R@10", "medR")}}
 

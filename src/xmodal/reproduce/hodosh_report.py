@@ -229,10 +229,12 @@ def plot_recall_curves(res: dict, path: Path) -> None:
 
 
 def render(res: dict, command: str, extra_md: str = "", originals: dict | None = None,
-           summary_md: str = "") -> str:
+           summary_md: str = "", tried_md: str = TRIED, cost_md: str = COST) -> str:
     """The whole report; ``originals`` (a ``hodosh_originals.json`` payload) adds its section,
     compared with the 8K numbers of ``res``; ``summary_md``: the Summary section
-    (:func:`xmodal.reproduce.hodosh_summary.summary`)."""
+    (:func:`xmodal.reproduce.hodosh_summary.summary`); ``tried_md`` / ``cost_md``: the "What
+    was tried" and "Cost" sections (:mod:`xmodal.reproduce.hodosh_tried`; by default the notes
+    written down when the systems were built)."""
     systems = [s for s in res["systems"] if not s.endswith("@single")]
     singles = [s for s in res["systems"] if s.endswith("@single")]
     L = []
@@ -316,8 +318,8 @@ def render(res: dict, command: str, extra_md: str = "", originals: dict | None =
     if originals:
         A("\n" + originals_section(originals))
     A(paper_comparison(res))
-    A(TRIED)
-    A(COST)
+    A(tried_md)
+    A(cost_md)
 
     A("\n![R@K curves](figures/hodosh_recall_at_k.png)\n")
 

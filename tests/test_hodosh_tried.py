@@ -1,0 +1,106 @@
+"""The Hodosh report's "What was tried" and "Cost" sections render from the stored exploration
+(``xmodal reproduce hodosh --part explore``), and the best dev row is picked as documented."""
+
+from xmodal.reproduce.hodosh_explore import EXPLORATIONS, best
+from xmodal.reproduce.hodosh_tried import cost_section, tried_section
+
+
+def _grid(kappas, scores):
+    """Dev-grid columns: one row per (kappa, n) with the given (R@5, R@10, medR) for both tasks."""
+    rows = [(k, n, s) for k, per_n in zip(kappas, scores) for n, s in per_n.items()]
+    cols = {"kappa": [k for k, _, _ in rows], "n": [n for _, n, _ in rows]}
+    for task in ("i2t", "t2i"):
+        cols[task] = {"R@1": [s[0] / 3 for _, _, s in rows], "R@5": [s[0] for _, _, s in rows],
+                      "R@10": [s[1] for _, _, s in rows], "medR": [s[2] for _, _, s in rows]}
+    return cols
+
+
+def test_best_is_the_highest_r5_plus_r10_then_the_lower_median_rank():
+    cols = _grid([1.0, 5.0], [{10: (0.10, 0.20, 50), 20: (0.12, 0.18, 40)},
+                              {10: (0.11, 0.19, 30), 20: (0.05, 0.10, 90)}])
+    # three rows tie at R@5 + R@10 = 0.30: the lowest medR (30, kappa 5, n 10) wins
+    assert best(cols, "i2t")[("kappa")] == 5.0 and best(cols, "i2t")["n"] == 10
+    # within kappa 1 the tie goes to medR 40 (n 20)
+    assert best(cols, "t2i", 1.0)["n"] == 20
+    assert best(cols, "t2i", 5.0)["R@5"] == 0.11
+
+
+def _selection(cols):
+    return {"candidates": {"kappa": cols["kappa"], "n": cols["n"]},
+            "i2t": {"dev": cols["i2t"]}, "t2i": {"dev": cols["t2i"]}}
+
+
+def _exploration():
+    used = _grid([1.0], [{60: (0.12, 0.20, 70)}])
+    worse = _grid([5.0], [{100: (0.10, 0.16, 90)}])
+    better = _grid([1.0], [{300: (0.14, 0.22, 60)}])
+    run = {"command": "xmodal reproduce hodosh --part explore", "commit": "abc1234",
+           "date": "2030-01-01T00:00:00+00:00"}
+    results = {
+        "bow5-d3": {"dev": worse, "pivots": [1500, 1500], "fit_s": 20.0,
+                    "kernel_blocks_s": {"train x 1500": 0.1}},
+        "bow5-3000-r3000": {"dev": better, "pivots": [3000, 3000], "fit_s": 90.0,
+                            "kernel_blocks_s": {"dev x 3000": 33.0}},
+        "tri5sem-d8": {"dev": better, "pivots": [1500, 1400], "fit_s": 30.0,
+                       "kernel_blocks_s": {"train x 1500": 0.2}},
+    }
+    return {**run, "results": results}, {"bow5": _selection(used), "tri5sem": _selection(used)}
+
+
+def test_tried_section_renders_each_row_and_compares_it_with_the_used_setting():
+    exploration, selection = _exploration()
+    md = tried_section(exploration, selection, "FALLBACK")
+    assert "FALLBACK" not in md
+    assert "`xmodal reproduce hodosh --part explore` (commit `abc1234`, 2030-01-01)" in md
+    assert ("| p = 2, d = 1, kappa in {0.1, 0.5, 1, 5} (used) | 1 / 1 | 12.0 | 20.0 | 12.0 | "
+            "20.0 | 4.0 / 4.0 | as registered |") in md
+    assert f"| {EXPLORATIONS['bow5-d3'][2]} | 5 / 5 | 10.0 | 16.0 | 10.0 | 16.0 |" in md
+    # mean of the four cells: used 16.0, d = 3 13.0, rank 3,000 18.0
+    assert "against the used BoW5 setting (16.0): text diagonal factor d = 3 -3.0 and" in md
+    assert "3,000 image landmarks, rank 3,000 +2.0" in md
+    assert "the best d on dev is d = 8, by 2.0 points" in md
+    assert "(3,000 landmarks at rank 3,000: +2.0, dev R@1 4.7 / 4.7 against 4.0 / 4.0)" in md
+
+
+def test_tried_section_says_when_the_used_d_is_still_best():
+    exploration, selection = _exploration()
+    worse = exploration["results"]["bow5-d3"]["dev"]
+    exploration["results"]["tri5sem-d8"]["dev"] = worse
+    md = tried_section(exploration, selection, "FALLBACK")
+    assert "the best d on dev is the used one (d = 4)." in md
+
+
+def test_without_the_exploration_the_written_down_sections_stay():
+    _, selection = _exploration()
+    assert tried_section({}, selection, "FALLBACK") == "FALLBACK"
+    assert cost_section(None, {}, {}, "COST") == "COST"
+
+
+def test_cost_section_shows_measured_times_only():
+    exploration, _ = _exploration()
+    vw = {"commit": "def5678", "results": {"images": 40, "word_maps_seconds": 4.0,
+                                           "codebook_seconds": 13.2}}
+    tk = {"commit": "9ea7f77", "results": {"kernels": {"bow5": {"gram_6000_s": 7.06},
+                                                       "tagrank": {"gram_6000_s": 279.0}}}}
+    md = cost_section(exploration, tk, vw, "COST")
+    # 0.10 s an image x 8,091 images = 13.5 minutes
+    assert "of one image: 0.10 s, so about 13 minutes for the 8,091 images" in md
+    assert "dev x 3000 in 33 s" in md and "train x 1500" not in md  # cache reads left out
+    assert "20 to 90 s in the explorations (the longest: `bow5-3000-r3000`)" in md
+    assert "bow5 7 s and tagrank 279 s" in md
+
+
+def test_best_agrees_with_the_single_model_each_system_chose_in_the_main_run():
+    """The main run recorded each KCCA system's single best dev setting (``best_single``)."""
+    import json
+    from pathlib import Path
+
+    from xmodal.reproduce.hodosh_explore import used_columns
+
+    stored = Path(__file__).resolve().parents[1] / "benchmarks/results/hodosh_reproduction.json"
+    selection = json.loads(stored.read_text())["results"]["selection"]
+    assert len(selection) >= 10
+    for name, sel in selection.items():
+        for task in ("i2t", "t2i"):
+            got = best(used_columns(sel), task)
+            assert {"kappa": got["kappa"], "n": got["n"]} == sel[task]["single"], (name, task)
