@@ -84,7 +84,7 @@ def test_cost_section_shows_measured_times_only():
                                                        "tagrank": {"gram_6000_s": 279.0}}}}
     md = cost_section(exploration, tk, vw, "COST")
     # 0.10 s an image x 8,091 images = 13.5 minutes
-    assert "of one image: 0.10 s, so about 13 minutes for the 8,091 images" in md
+    assert "of one image: 100 ms, so about 13 minutes for the 8,091 images" in md
     assert "dev x 3000 in 33 s" in md and "train x 1500" not in md  # cache reads left out
     assert "20 to 90 s in the explorations (the longest: `bow5-3000-r3000`)" in md
     assert "bow5 7 s and tagrank 279 s" in md

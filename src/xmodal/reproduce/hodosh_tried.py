@@ -110,8 +110,8 @@ def cost_section(exploration: dict | None, text_kernels: dict | None,
     vw = (visual_words or {}).get("results", {})
     if vw.get("word_maps_seconds"):
         per = vw["word_maps_seconds"] / vw["images"]
-        lines.append(f"* Visual words (colour, texture, dense SIFT) of one image: {per:.2f} s, so "
-                     f"about {round(8091 * per / 60)} minutes for the 8,091 images; learning the "
+        lines.append("* Visual words (colour, texture, dense SIFT) of one image: "
+                     f"{1000 * per:.0f} ms, so about {round(8091 * per / 60)} minutes for the 8,091 images; learning the "
                      f"three codebooks: {vw['codebook_seconds']:.0f} s "
                      f"(`python -m benchmarks.visual_words_determinism`, {vw['images']} images, "
                      f"commit `{visual_words['commit']}`).")
