@@ -111,8 +111,8 @@ def cost_section(exploration: dict | None, text_kernels: dict | None,
     if vw.get("word_maps_seconds"):
         per = vw["word_maps_seconds"] / vw["images"]
         lines.append("* Visual words (colour, texture, dense SIFT) of one image: "
-                     f"{1000 * per:.0f} ms, so about {round(8091 * per / 60)} minutes for the 8,091 images; learning the "
-                     f"three codebooks: {vw['codebook_seconds']:.0f} s "
+                     f"{1000 * per:.0f} ms, so about {round(8091 * per / 60)} minutes for the "
+                     f"8,091 images; learning the three codebooks: {vw['codebook_seconds']:.0f} s "
                      f"(`python -m benchmarks.visual_words_determinism`, {vw['images']} images, "
                      f"commit `{visual_words['commit']}`).")
     blocks = {k: v for rec in res.values() for k, v in rec["kernel_blocks_s"].items()
