@@ -104,3 +104,57 @@ def test_best_agrees_with_the_single_model_each_system_chose_in_the_main_run():
         for task in ("i2t", "t2i"):
             got = best(used_columns(sel), task)
             assert {"kappa": got["kappa"], "n": got["n"]} == sel[task]["single"], (name, task)
+
+
+def test_explore_trains_the_registered_setting_with_only_its_overrides(monkeypatch):
+    """Each exploration is its registered setting plus the named overrides; a rank above the
+    dev grid extends the grid, and 3,000-landmark runs slice the cached training kernel."""
+    import dataclasses
+
+    from xmodal.models import hodosh
+    from xmodal.recipes.settings import get_setting
+    from xmodal.reproduce import hodosh_explore
+
+    @dataclasses.dataclass
+    class Data:
+        train_ids: list
+        dev_ids: list
+        kernel_ids: list | None = None
+
+    hd = Data([f"t{i}" for i in range(6000)], [f"d{i}" for i in range(1000)])
+    timed, fitted = [], []
+
+    class Image:
+        def __init__(self, data, kind, power):
+            self.data = data
+
+        def block(self, rows, cols):
+            timed.append((rows[0][0], len(cols), self.data.kernel_ids is not None))
+
+    class System:
+        def __init__(self, **params):
+            self.params = params
+
+        def fit(self, data):
+            fitted.append((self.params, data.kernel_ids is not None))
+            self.fit_seconds_, self.pivot_items_ = 1.0, [0] * 7
+            self.model_ = type("M", (), {"pivots_x_": [0] * 5})()
+            self.dev_grid_ = [{"kappa": 1.0, "n": 10, "i2t": dict.fromkeys(
+                ("R@1", "R@5", "R@10", "medR"), 0.5), "t2i": dict.fromkeys(
+                ("R@1", "R@5", "R@10", "medR"), 0.25)}]
+            return self
+
+    monkeypatch.setattr(hodosh, "load_hodosh_data", lambda data=None: hd)
+    monkeypatch.setattr(hodosh, "ImageSide", Image)
+    monkeypatch.setattr(hodosh, "HodoshKCCA", System)
+    out = hodosh_explore.explore(["tri5sem-d8", "bow5-3000-r3000"], command="test")
+    registered = dict(get_setting("hodosh-tri5sem").params)
+    (d8, d8_sliced), (big, big_sliced) = fitted
+    assert d8 == {**registered, "diag_factor": 8.0} and not d8_sliced
+    assert big["rank"] == 3000 and big["n_landmarks"] == 3000 and max(big["n_grid"]) == 3000
+    assert big["text_kernel"] == "bow5" and big_sliced
+    # the sliced run times only its dev block; the other both of its blocks
+    assert timed == [("t", 1500, False), ("d", 1500, False), ("d", 3000, True)]
+    assert out["bow5-3000-r3000"]["pivots"] == [5, 7]
+    assert out["tri5sem-d8"]["dev"]["t2i"]["R@5"] == [0.25]
+    assert out["tri5sem-d8"]["run"]["command"] == "test"

@@ -149,7 +149,8 @@ def hodosh(
                              "originals: the original-resolution photos against our 224-px "
                              "copies (issue 18); originals-report: rewrite that section of the "
                              "report from its JSON; explore: the variations of BoW5 and Tri5Sem "
-                             "tried on the dev pool (\"What was tried\")."),
+                             "tried on the dev pool (\"What was tried\"); report: rewrite the "
+                             "whole report from the stored JSON (seconds)."),
     systems: str = typer.Option(None, "--systems", help="Comma-separated systems (setting names "
                                 "without 'hodosh-'); default: every system of the report "
                                 "(--part originals: bow5,tagrank,tri5,tri5sem; --part explore: "
@@ -191,7 +192,9 @@ def hodosh(
 
       xmodal reproduce hodosh --part originals --originals ../data/flickr8k-originals
 
-      xmodal reproduce hodosh --part explore   # about 40 minutes with the main run's cache
+      xmodal reproduce hodosh --part explore   # minutes once the main run's cache is full
+
+      xmodal reproduce hodosh --part report
 
       xmodal reproduce hodosh --part originals --systems bow5 --conditions 224,originals
       --out /tmp/h --report /tmp/h/hodosh.md
@@ -216,6 +219,12 @@ def hodosh(
                           report=report, command=cmd)
         console.print(f"wrote {report}")
         return
+    if part == "report":
+        from xmodal.reproduce.hodosh import report_text
+
+        report.write_text(report_text(out))
+        console.print(f"wrote {report}")
+        return
     if part == "explore":
         from xmodal.reproduce.hodosh_explore import reproduce as explore_run
 
@@ -225,7 +234,7 @@ def hodosh(
         return
     if part != "main":
         raise typer.BadParameter(f"unknown part {part!r}; choose main, originals, "
-                                 "originals-report or explore", param_hint="--part")
+                                 "originals-report, explore or report", param_hint="--part")
     from xmodal.reproduce.hodosh import reproduce
 
     cmd = _command("hodosh", systems=systems, singles=None if singles is None else repr(singles),

@@ -123,6 +123,7 @@ def dev_selection(systems: list[str], dataset) -> dict:
     from xmodal.models.hodosh import load_hodosh_data
     from xmodal.recipes.flickr8k import get_system
     from xmodal.recipes.settings import get_setting
+    from xmodal.reproduce.hodosh_explore import grid_columns
 
     hd = load_hodosh_data(dataset)
     out = {}
@@ -130,13 +131,12 @@ def dev_selection(systems: list[str], dataset) -> dict:
         if get_setting(f"hodosh-{base}").family != "kcca":
             continue
         system = get_system(base, hd)
-        grid = system.dev_grid_
-        out[base] = {"candidates": {"kappa": [r["kappa"] for r in grid],
-                                    "n": [r["n"] for r in grid]}}
+        cols = grid_columns(system)
+        out[base] = {"candidates": {"kappa": cols["kappa"], "n": cols["n"]}}
         for task in ("i2t", "t2i"):
             single = system.best_single(task)
             out[base][task] = {
-                "dev": {m: [r[task][m] for r in grid] for m in ("R@1", "R@5", "R@10", "medR")},
+                "dev": cols[task],
                 "ensemble": system.selected_[task],
                 "single": {"kappa": single["kappa"], "n": single["n"]},
             }

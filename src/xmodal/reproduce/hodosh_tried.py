@@ -60,11 +60,15 @@ def tried_section(exploration: dict | None, selection: dict, fallback: str) -> s
     """The section from the stored exploration (``fallback``: the text to show without it)."""
     if not exploration or not exploration.get("results"):
         return fallback
-    res, run = exploration["results"], exploration
+    res = exploration["results"]
+    runs = {(r["run"]["command"], r["run"]["git_commit"], r["run"]["date"][:10]): None
+            for r in res.values() if "run" in r} or {
+        (exploration["command"], exploration["commit"], exploration["date"][:10]): None}
     bow5, tri = _rows(res, selection, "bow5"), _rows(res, selection, "tri5sem")
     lines = [
         "", "### What was tried to close the gap (dev pool only)", "",
-        f"`{run['command']}` (commit `{run['commit']}`, {run['date'][:10]}): each row is a "
+        and_list(f"`{cmd}` (commit `{commit}`, {day})" for cmd, commit, day in runs)
+        + ": each row is a "
         "registered system (`hodosh-bow5`, `hodosh-tri5sem`) with the hyperparameters named "
         "overridden, trained on the training split and scored on the dev pool (1,000 images x "
         "caption `#2`); the test pool is not read. The \"used\" rows are the registered systems' "
