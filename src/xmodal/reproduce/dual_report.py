@@ -19,7 +19,7 @@ from xmodal.errors import XmodalError
 from xmodal.models.dual_finetune import SHIPPED_STAGE2
 from xmodal.reproduce.dual_broader import BROADER, ROUND, broader_table, mean_r1
 from xmodal.reproduce.output import read_json
-from xmodal.reproduce.prose import DAGGER, and_list, wrap
+from xmodal.reproduce.prose import DAGGER, and_list, minutes, wrap
 
 LABELS = {"dual": "dual (shipped)",
           "dual-qb": "dual-qb (the shipped model, querybank of its training data; sixth round)",
@@ -272,12 +272,6 @@ def _spaced(count: str) -> str:
     return count.replace("/", " / ")
 
 
-def _minutes(seconds: float) -> str:
-    """A duration in whole minutes: 1310.4 -> "22 minutes"."""
-    m = max(1, round(seconds / 60))
-    return f"{m} minute{'s' * (m != 1)}"
-
-
 def _module(command: str) -> str:
     """``python benchmarks/x.py ...`` as ``python -m benchmarks.x ...``."""
     return re.sub(r"^python benchmarks/(\w+)\.py", r"python -m benchmarks.\1", command)
@@ -456,10 +450,10 @@ def _extraction(res: dict, extra: dict) -> list[str]:
     text = (
         f"Feature extraction, once, at the cold rates under Speed (`{_module(extra['encode_speed']['command'])}`): "
         f"Lite2 of the {images:,} {data} images and their mirror images about "
-        f"{_minutes(2 * images / rate['lite2'])}, MPNet of their {captions:,} captions about "
-        f"{_minutes(captions / rate['mpnet'])}"
+        f"{minutes(2 * images / rate['lite2'])}, MPNet of their {captions:,} captions about "
+        f"{minutes(captions / rate['mpnet'])}"
         + (f" (Lite0 of the {sizes['cc']['images']:,} CC images, for the Lite0 variant, about "
-           f"{_minutes(sizes['cc']['images'] / rate['lite0'])})" if "cc" in sizes else "")
+           f"{minutes(sizes['cc']['images'] / rate['lite0'])})" if "cc" in sizes else "")
         + "; the features are cached on disk, so this is paid once.")
     rec = res.get("train_cli")
     if rec and "stage1" in rec:

@@ -12,6 +12,7 @@ import numpy as np
 
 from xmodal.eval.compare import stars
 from xmodal.reproduce.hodosh import EXPERT_THRESHOLDS
+from xmodal.reproduce.prose import minutes
 
 LABELS = {
     "nn": "NN (NN5 idf-F1)",
@@ -240,9 +241,10 @@ def render(res: dict, command: str, extra_md: str = "", originals: dict | None =
     L = []
     A = L.append
     A("# Hodosh et al. (2013) on Flickr8K: reproduction\n")
-    A(f"Regenerate: `{command}` (about two hours on the 2-core machine from an empty cache, "
-      "of which the exact-kernel and 448 px systems take about 45 minutes; a few seconds once "
-      "`$XMODAL_CACHE/hodosh` holds the features, kernels and systems).\n")
+    A(f"Regenerate: `{command}` (from an empty cache it first computes every feature, kernel "
+      "and system, the steps timed under \"Cost on this machine\"; a few seconds once "
+      "`$XMODAL_CACHE/hodosh` holds them). `xmodal reproduce hodosh --part explore` reruns "
+      "\"What was tried\", `--part report` rewrites this file from the stored JSON.\n")
     A(f"Date: {res['date']}; git commit `{res['git_commit']}`; 2-core shared CPU.\n")
     A("**Our images are 224x224 re-encodes** of the Flickr8K originals (about 500x375, aspect "
       "ratio not kept, JPEG quality 90), so the pixel features (colour, texture, SIFT) see less "
@@ -767,7 +769,7 @@ def originals_section(payload: dict) -> str:
     im = res["images"]
     L = [ORIGINALS_START,
          "\n## Originals against our 224-px copies (the same pipeline, the same photos)\n",
-         f"Regenerate: `{payload['command']}` ({res['timings']['total_s'] / 60:.0f} minutes on "
+         f"Regenerate: `{payload['command']}` ({minutes(res['timings']['total_s'])} on "
          f"the 2-core machine; commit `{payload['commit']}`, {payload['date'][:10]}). Results: "
          "`benchmarks/results/hodosh_originals.json`.\n",
          f"{im['n']:,} Flickr8K photos at their original resolution (median "

@@ -32,3 +32,9 @@ def value_range(values, fmt: str = "{:.1f}", sep: str = "-") -> str:
     if lo == hi:
         return lo
     return f"{lo} to {hi}" if "-" in lo + hi else f"{lo}{sep}{hi}"
+
+
+def minutes(seconds: float) -> str:
+    """A duration in whole minutes (at least one): 1310.4 -> "22 minutes", 50 -> "1 minute"."""
+    m = max(1, round(seconds / 60))
+    return f"{m} minute{'s' * (m != 1)}"
