@@ -49,8 +49,7 @@ def _exploration():
 
 def test_tried_section_renders_each_row_and_compares_it_with_the_used_setting():
     exploration, selection = _exploration()
-    md = tried_section(exploration, selection, "FALLBACK")
-    assert "FALLBACK" not in md
+    md = tried_section(exploration, selection)
     assert "`xmodal reproduce hodosh --part explore` (commit `abc1234`, 2030-01-01)" in md
     assert ("| p = 2, d = 1, kappa in {0.1, 0.5, 1, 5} (used) | 1 / 1 | 12.0 | 20.0 | 12.0 | "
             "20.0 | 4.0 / 4.0 | as registered |") in md
@@ -66,14 +65,14 @@ def test_tried_section_says_when_the_used_d_is_still_best():
     exploration, selection = _exploration()
     worse = exploration["results"]["bow5-d3"]["dev"]
     exploration["results"]["tri5sem-d8"]["dev"] = worse
-    md = tried_section(exploration, selection, "FALLBACK")
+    md = tried_section(exploration, selection)
     assert "the best d on dev is the used one (d = 4)." in md
 
 
-def test_without_the_exploration_the_written_down_sections_stay():
+def test_without_the_exploration_both_sections_are_left_out():
     _, selection = _exploration()
-    assert tried_section({}, selection, "FALLBACK") == "FALLBACK"
-    assert cost_section(None, {}, {}, "COST") == "COST"
+    assert tried_section({}, selection) == ""
+    assert cost_section(None, {}, {}) == ""
 
 
 def test_cost_section_shows_measured_times_only():
@@ -82,7 +81,7 @@ def test_cost_section_shows_measured_times_only():
                                            "codebook_seconds": 13.2}}
     tk = {"commit": "9ea7f77", "results": {"kernels": {"bow5": {"gram_6000_s": 7.06},
                                                        "tagrank": {"gram_6000_s": 279.0}}}}
-    md = cost_section(exploration, tk, vw, "COST")
+    md = cost_section(exploration, tk, vw)
     # 0.10 s an image x 8,091 images = 13.5 minutes
     assert "of one image: 100 ms, so about 13 minutes for the 8,091 images" in md
     assert "dev x 3000 in 33 s" in md and "train x 1500" not in md  # cache reads left out

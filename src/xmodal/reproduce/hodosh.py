@@ -200,7 +200,7 @@ def report_text(results_dir=None, extra: str = "") -> str:
     and else from the repository's ``benchmarks/results``."""
     from pathlib import Path
 
-    from xmodal.reproduce.hodosh_report import COST, TRIED, render, with_full_scale
+    from xmodal.reproduce.hodosh_report import render, with_full_scale
     from xmodal.reproduce.hodosh_tried import cost_section, tried_section
     from xmodal.reproduce.hodosh_summary import summary
     from xmodal.reproduce.output import RESULTS, read_json
@@ -220,6 +220,6 @@ def report_text(results_dir=None, extra: str = "") -> str:
     costs = {name: stored(name) for name in ("kcca_train", "kcca_exact")}
     explored = stored("hodosh_exploration")
     return render(res, main["command"], extra, originals, summary(res, originals, costs),
-                  tried_section(explored, res.get("selection", {}), TRIED),
+                  tried_section(explored, res.get("selection", {})),
                   cost_section(explored, stored("text_kernels"),
-                               stored("visual_words_determinism"), COST))
+                               stored("visual_words_determinism")))

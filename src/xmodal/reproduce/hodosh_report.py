@@ -46,20 +46,6 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
-COST = """
-## Cost on this machine (first run, 2 shared cores, other jobs running)
-
-Timings of the first full run, written down at the time; `xmodal reproduce hodosh` does not measure them again.
-
-* Visual words for 8,091 images (colour, texture, dense SIFT, codebooks included): 454 s.
-* Pyramid kernel blocks (3 features): 1,000 x 1,500 in ~55 s; 6,000 x 1,500 in 315 s;
-  1,000 x 6,000 (test x train, for NN) in 495 s.
-* Text kernels, 6,000 x 6,000: BoW5 9 s, BoW1 15 s, Tri5 43 s, TagRank 467 s; Tri5Sem
-  6,000 x 1,500: 308 s.
-* One KCCA system (factorisation, 4 kappas x 31 n dev grid, test scoring): 3-8 minutes.
-"""
-
-
 METHODS = """
 ## What was run
 
@@ -165,41 +151,6 @@ def paper_comparison(res: dict) -> str:
     return "\n".join(L) + "\n"
 
 
-TRIED = """
-### What was tried to close the gap (exploratory dev runs, BoW5 text kernel)
-
-Exploratory runs made while the systems were built, written down at the time; `xmodal reproduce hodosh` does not rerun them (it reruns the chosen settings).
-
-Dev pool, best (R@5 + R@10) over n per setting, annotation / search R@5 and R@10 in %:
-
-| Setting | Ann. R@5 | Ann. R@10 | Search R@5 | Search R@10 |
-|---|---|---|---|---|
-| p = 2, d = 1, kappa in {0.1, 0.5, 1, 5} (used) | 12.7 | 19.7 | 11.6 | 19.3 |
-| kappa = 10 / 25 / 100 / 300 | 11.1 / 10.7 / 10.0 / 9.2 | 18.4 / 17.6 / 16.2 / 15.0 | 11.8 / 11.7 / 11.0 / 10.2 | 17.9 / 18.4 / 18.0 / 17.3 |
-| text diagonal factor d = 3 (best kappa = 5) | 12.1 | 18.9 | 11.9 | 17.9 |
-| image kernel cubed, p = 3 (best kappa = 5) | 9.6 | 16.3 | 10.2 | 17.1 |
-| 750 instead of 1,500 image landmarks (kappa = 5) | 11.0 | 17.4 | 10.9 | 16.6 |
-| 3,000 image landmarks, rank 1,500 (kappa = 1) | 12.6 | 19.6 | 12.6 | 19.1 |
-| 3,000 image landmarks, rank 3,000 (kappa = 1; dev R@1 4.5 / 4.3) | 13.9 | 21.4 | 13.0 | 21.0 |
-
-Tri5Sem (text kernel against the 1,500 landmarks), text diagonal factor d, best kappa:
-
-| Setting | Ann. R@5 | Ann. R@10 | Search R@5 | Search R@10 |
-|---|---|---|---|---|
-| d = 1 (811 pivots, kappa = 1) | 12.1 | 20.3 | 12.8 | 19.0 |
-| d = 2 (kappa = 1) | 13.5 | 21.4 | 14.4 | 22.0 |
-| d = 4 (kappa = 1, used) | 13.9 | 22.0 | 14.9 | 22.2 |
-| d = 8 (kappa = 1) | 14.3 | 20.7 | 14.4 | 21.8 |
-
-So the paper's kappa grid and p = 2 are kept, d = 1 for the positive-definite text kernels and
-d = 4 for Tri5Sem. A larger low-rank approximation helps
-moderately on dev (rank 3,000 over 3,000 landmarks: about +1.5 points of R@5 / R@10 and +1 of
-R@1), which is why the exact-kernel systems (`-full` rows: all 6,000 training images, rank 3,000,
-the dev grid extended to n = 3,000) were added; the Summary says what they change on the test
-pool.
-"""
-
-
 def plot_recall_curves(res: dict, path: Path) -> None:
     """R@K of the gold item for K = 1..100, both tasks, ensembles only."""
     import matplotlib
@@ -230,12 +181,11 @@ def plot_recall_curves(res: dict, path: Path) -> None:
 
 
 def render(res: dict, command: str, extra_md: str = "", originals: dict | None = None,
-           summary_md: str = "", tried_md: str = TRIED, cost_md: str = COST) -> str:
+           summary_md: str = "", tried_md: str = "", cost_md: str = "") -> str:
     """The whole report; ``originals`` (a ``hodosh_originals.json`` payload) adds its section,
     compared with the 8K numbers of ``res``; ``summary_md``: the Summary section
     (:func:`xmodal.reproduce.hodosh_summary.summary`); ``tried_md`` / ``cost_md``: the "What
-    was tried" and "Cost" sections (:mod:`xmodal.reproduce.hodosh_tried`; by default the notes
-    written down when the systems were built)."""
+    was tried" and "Cost" sections (:mod:`xmodal.reproduce.hodosh_tried`)."""
     systems = [s for s in res["systems"] if not s.endswith("@single")]
     singles = [s for s in res["systems"] if s.endswith("@single")]
     L = []

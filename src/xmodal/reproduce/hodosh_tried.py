@@ -56,10 +56,10 @@ def _against(rows) -> str:
     return and_list(f"{label} {_mean(r) - base:+.1f}" for label, r, _ in rows[1:])
 
 
-def tried_section(exploration: dict | None, selection: dict, fallback: str) -> str:
-    """The section from the stored exploration (``fallback``: the text to show without it)."""
+def tried_section(exploration: dict | None, selection: dict) -> str:
+    """The section from the stored exploration ("" before ``--part explore`` has run)."""
     if not exploration or not exploration.get("results"):
-        return fallback
+        return ""
     res = exploration["results"]
     runs = {(r["run"]["command"], r["run"]["git_commit"], r["run"]["date"][:10]): None
             for r in res.values() if "run" in r} or {
@@ -104,11 +104,11 @@ def tried_section(exploration: dict | None, selection: dict, fallback: str) -> s
 
 
 def cost_section(exploration: dict | None, text_kernels: dict | None,
-                 visual_words: dict | None, fallback: str) -> str:
+                 visual_words: dict | None) -> str:
     """Measured costs: visual words, image-kernel blocks and KCCA fits (``--part explore``),
-    text kernels (``benchmarks.text_kernels``); ``fallback`` without the exploration."""
+    text kernels (``benchmarks.text_kernels``); "" before ``--part explore`` has run."""
     if not exploration or not exploration.get("results"):
-        return fallback
+        return ""
     res = exploration["results"]
     lines = ["", "## Cost on this machine (2 shared cores)", ""]
     vw = (visual_words or {}).get("results", {})
