@@ -57,7 +57,8 @@ def main() -> None:
     args = ap.parse_args()
 
     from xmodal.eval.metrics import retrieval_metrics
-    from xmodal.models.hodosh import ImageSide, landmarks, load_hodosh_data
+    from xmodal.models.hodosh import ImageSide, landmarks
+    from xmodal.recipes.flickr8k import load_hodosh_data
     from xmodal.models.kcca import KCCA, LandmarkKernel, LinearKernel
 
     hd = load_hodosh_data()

@@ -9,7 +9,7 @@ import pytest
 from stored_results import stored
 from typer.testing import CliRunner
 
-from xmodal.models.dual_finetune import SHIPPED_STAGE2
+from xmodal.recipes.dual_finetune import SHIPPED_STAGE2
 from xmodal.reproduce.dual_broader import BROADER
 from xmodal.reproduce.dual_report import (
     EXTRA,

@@ -24,13 +24,12 @@ def _fake_system():
 
 
 def test_dev_selection_records_every_candidate_and_the_choices(monkeypatch):
-    from xmodal.models import hodosh
     from xmodal.recipes import flickr8k
     from xmodal.reproduce.hodosh import dev_selection
 
     system = _fake_system()
     asked = []
-    monkeypatch.setattr(hodosh, "load_hodosh_data", lambda data=None: "hd")
+    monkeypatch.setattr("xmodal.recipes.flickr8k.load_hodosh_data", lambda data=None: "hd")
     monkeypatch.setattr(flickr8k, "get_system", lambda name, hd=None: asked.append(name) or system)
     out = dev_selection(["nn", "bow5", "bow5@single"], None)
     assert list(out) == ["bow5"] and asked == ["bow5"]  # nn has no dev grid; bow5 looked up once

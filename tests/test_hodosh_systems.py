@@ -198,7 +198,7 @@ def test_train_kcca_cli_defaults_follow_the_text_kernel(monkeypatch, tmp_path):
         raise RuntimeError("stop")
 
     monkeypatch.setattr(hodosh.HodoshKCCA, "fit", fake_fit)
-    monkeypatch.setattr(hodosh, "load_hodosh_data", lambda data=None: object())
+    monkeypatch.setattr("xmodal.recipes.flickr8k.load_hodosh_data", lambda data=None: object())
     runner = CliRunner()
     for kernel, rank, d in (("tri5sem", 3000, 4.0), ("bow5", 1500, 1.0)):
         result = runner.invoke(app, ["train", "kcca", "--text-kernel", kernel, "--rank", str(rank),

@@ -143,7 +143,7 @@ def test_explore_trains_the_registered_setting_with_only_its_overrides(monkeypat
                 ("R@1", "R@5", "R@10", "medR"), 0.25)}]
             return self
 
-    monkeypatch.setattr(hodosh, "load_hodosh_data", lambda data=None: hd)
+    monkeypatch.setattr("xmodal.recipes.flickr8k.load_hodosh_data", lambda data=None: hd)
     monkeypatch.setattr(hodosh, "ImageSide", Image)
     monkeypatch.setattr(hodosh, "HodoshKCCA", System)
     out = hodosh_explore.explore(["tri5sem-d8", "bow5-3000-r3000"], command="test")

@@ -51,7 +51,7 @@ def test_torch_top_equals_numpy_top_and_learns(lite2_prehead):
 def test_prehead_cache_resumes_after_a_killed_run(tmp_path, monkeypatch):
     from PIL import Image
 
-    from xmodal.models.dual_finetune import prehead_activations
+    from xmodal.recipes.dual_finetune import prehead_activations
 
     monkeypatch.setenv("XMODAL_FINETUNE_CACHE", str(tmp_path / "cache"))
     rng = np.random.default_rng(1)

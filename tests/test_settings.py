@@ -53,7 +53,7 @@ def _fake_fit(monkeypatch):
         raise RuntimeError("stop before training")
 
     monkeypatch.setattr(hodosh.HodoshKCCA, "fit", fake_fit)
-    monkeypatch.setattr(hodosh, "load_hodosh_data", lambda data=None: object())
+    monkeypatch.setattr("xmodal.recipes.flickr8k.load_hodosh_data", lambda data=None: object())
     return seen
 
 

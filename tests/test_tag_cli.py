@@ -183,6 +183,6 @@ def test_train_a_tagger_on_your_own_captioned_photos(tmp_path):
         out).vocabulary
     (tmp_path / "few.csv").write_text("image,caption\nred0.jpg,a red wall\n")
     with pytest.raises(XmodalError, match="at least 10"):
-        from xmodal.models.tagger import train_keyword_tagger
+        from xmodal.recipes.tagger import train_keyword_tagger
 
         train_keyword_tagger(folder, tmp_path / "few.csv", tmp_path / "x")

@@ -41,7 +41,7 @@ def _problem(seed: int, n: int = 300, d: int = 6, w: int = 4):
 
 def test_selection_over_two_dev_sets_averages_them():
     from xmodal.eval.metrics import annotation_metrics
-    from xmodal.models.tagger import select_keyword_head, select_keyword_head_on
+    from xmodal.recipes.tagger import select_keyword_head, select_keyword_head_on
 
     xt, yt = _problem(0)
     d1, d2 = _problem(1, 100), _problem(2, 100)

@@ -64,12 +64,8 @@ def dual(
     as_json: bool = typer.Option(False, "--json", help="Print the dev-split scores as JSON."),
 ) -> None:
     """Train the dual encoder (see ``DUAL_HELP``)."""
-    from xmodal.models.dual_train import (
-        SHIPPED_RECIPE,
-        SHIPPED_USES_CC,
-        TrainConfig,
-        train_dual,
-    )
+    from xmodal.models.dual_train import TrainConfig
+    from xmodal.recipes.dual import SHIPPED_RECIPE, SHIPPED_USES_CC, train_dual
 
     cfg = TrainConfig(**SHIPPED_RECIPE)
     for name, value in (("image_backbone", image_backbone), ("text_encoder", text_encoder),
@@ -106,7 +102,7 @@ def dual(
         model.save(stage1)
         console.print(f"saved the stage-1 dual encoder to {stage1}")
     if stage2:
-        from xmodal.models.dual_finetune import SHIPPED_STAGE2, finetune
+        from xmodal.recipes.dual_finetune import SHIPPED_STAGE2, finetune
 
         report, model = finetune(warm_from=stage1, data=data, cc_path=cc,
                                  log=console.print, **SHIPPED_STAGE2)
@@ -149,7 +145,7 @@ def tagger(
     as_json: bool = typer.Option(False, "--json", help="Print the training summary as JSON."),
 ) -> None:
     """Train a keyword tagger (see ``TAGGER_HELP``)."""
-    from xmodal.models.tagger import train_keyword_tagger
+    from xmodal.recipes.tagger import train_keyword_tagger
 
     summary = train_keyword_tagger(folder, captions, out, min_images=min_images,
                                    held_out=held_out, seed=seed, progress=not as_json)
@@ -208,7 +204,8 @@ def kcca(
 
       xmodal train kcca --text-kernel bow5 --image-kernel effnet --out models/bow5-effnet
     """
-    from xmodal.models.hodosh import load_hodosh_data, n_grid_for
+    from xmodal.models.hodosh import n_grid_for
+    from xmodal.recipes.flickr8k import load_hodosh_data
     from xmodal.provenance import provenance
     from xmodal.recipes import get_setting
 

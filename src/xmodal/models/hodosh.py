@@ -25,10 +25,8 @@ import hashlib
 import json
 import sys
 import time
-import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -98,10 +96,15 @@ class HodoshData:
     test_ids: list[str]
     image_set: str = "flickr8k"
     kernel_ids: list[str] | None = None
+    # data root -> {caption id: preprocessed tokens}; the recipe that loads the data supplies it
+    tokens_of: Callable[[Any], dict[str, list]] | None = None
 
     @property
     def tokens(self) -> dict[str, list]:
-        return _tokens(self.data.root)
+        if self.tokens_of is None:
+            raise XmodalError("these Hodosh data carry no caption tokens; load them with "
+                              "xmodal.recipes.flickr8k.load_hodosh_data")
+        return self.tokens_of(self.data.root)
 
     def train_docs(self) -> list[list[list]]:
         tok = self.tokens
@@ -115,27 +118,6 @@ class HodoshData:
 
     def image_path(self, image_id: str) -> Path:
         return self.data.image_path(image_id)
-
-
-@lru_cache(maxsize=2)
-def _tokens(root: Path) -> dict[str, list]:
-    from xmodal.features.captions import flickr8k_tokens
-
-    return flickr8k_tokens(_load_flickr(str(root)), tagged=True)
-
-
-@lru_cache(maxsize=2)
-def _load_flickr(data: str | None):
-    from xmodal.data import load_flickr8k
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return load_flickr8k(data)
-
-
-def load_hodosh_data(data=None) -> HodoshData:
-    ds = data if hasattr(data, "captions_of") else _load_flickr(None if data is None else str(data))
-    return HodoshData(ds, list(ds.split("train")), list(ds.split("dev")), list(ds.split("test")))
 
 
 # --------------------------------------------------------------------------------------------
@@ -452,8 +434,9 @@ class HodoshKCCA:
     ) -> dict[str, np.ndarray]:
         """Ensemble scores for Flickr8K images (ids) and preprocessed one-caption docs; with
         ``single=True`` the one best dev (kappa, n) per task instead of the Borda ensemble."""
-        if self.hd_ is None:  # loaded without data: the default Flickr8K
-            self.hd_ = load_hodosh_data()
+        if self.hd_ is None:
+            raise XmodalError("this Hodosh system was loaded without its data; pass them: "
+                              "HodoshKCCA.load(path, xmodal.recipes.flickr8k.load_hodosh_data())")
         hd = self.hd_
         image = ImageSide(hd, self.image_kernel, self.power)
         text = TextSide(hd, self.text_kernel)
@@ -511,7 +494,7 @@ class HodoshKCCA:
     def load(cls, directory: str | Path, hd: HodoshData | None = None) -> HodoshKCCA:
         saved = read_model_dir(directory, cls.SAVE_TYPE, cls.SAVE_VERSION, "Hodosh KCCA system")
         sys_ = cls(**saved.params)
-        sys_.hd_ = hd  # None: the default Flickr8K, loaded when first needed
+        sys_.hd_ = hd  # None: set it before scoring
         st = saved.state
         sys_.selected_ = st["selected"]
         sys_.landmarks_ = st["landmarks"]

@@ -10,6 +10,8 @@ NearestNeighbour`). ``dual`` is the shipped dual encoder (``xmodal/assets/dual``
 
 from __future__ import annotations
 
+import warnings
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -29,9 +31,37 @@ IMAGE_FEATURES = {
 }
 
 
+@lru_cache(maxsize=2)
+def _load_flickr(data: str | None):
+    from xmodal.data import load_flickr8k
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return load_flickr8k(data)
+
+
+@lru_cache(maxsize=2)
+def caption_tokens(root) -> dict[str, list]:
+    """``{caption id: tagged tokens}`` of the Flickr8K release at ``root`` (the text kernels'
+    preprocessing, :func:`xmodal.features.captions.flickr8k_tokens`), computed once a process."""
+    from xmodal.features.captions import flickr8k_tokens
+
+    return flickr8k_tokens(_load_flickr(str(root)), tagged=True)
+
+
+def load_hodosh_data(data=None):
+    """Flickr8K as Hodosh et al. use it (:class:`xmodal.models.hodosh.HodoshData`): the official
+    splits of ``data`` (a loaded release, its folder, or None for the default one)."""
+    from xmodal.models.hodosh import HodoshData
+
+    ds = data if hasattr(data, "captions_of") else _load_flickr(None if data is None else str(data))
+    return HodoshData(ds, list(ds.split("train")), list(ds.split("dev")), list(ds.split("test")),
+                      tokens_of=caption_tokens)
+
+
 def _hodosh_scorer_for(get):
     """A Hodosh scorer; ``get(hd, images, docs, key)`` gives ``{"i2t": S, "t2i": S}``."""
-    from xmodal.models.hodosh import config_hash, load_hodosh_data
+    from xmodal.models.hodosh import config_hash
 
     cache: dict[str, dict[str, np.ndarray]] = {}
 
@@ -101,7 +131,7 @@ def get_hodosh_setting(name: str) -> Setting:
 
 def get_system(name: str, hd=None, retrain: bool = False):
     """A trained KCCA system by setting name, loaded from the cache or trained (and cached)."""
-    from xmodal.models.hodosh import HodoshKCCA, load_hodosh_data
+    from xmodal.models.hodosh import HodoshKCCA
     from xmodal.provenance import provenance
 
     setting = get_hodosh_setting(name)

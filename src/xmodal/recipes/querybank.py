@@ -4,7 +4,7 @@
 queries. For the dual encoder that bank is what it was trained on: the 22,643 Flickr8K and
 Conceptual Captions training images and their 46,643 captions, embedded by the model being
 evaluated. Images come through the stage-2 activation cache
-(:func:`xmodal.models.dual_finetune.prehead_activations`, shared with training), captions through
+(:func:`xmodal.recipes.dual_finetune.prehead_activations`, shared with training), captions through
 the MPNet feature cache. The registered setting ``dual-qb`` (:mod:`xmodal.recipes.flickr8k`) is
 the default model scored this way; its ``beta`` was selected on the dev splits
 (``xmodal reproduce dual --querybank``, ``reports/dual_encoder.md``).
@@ -49,8 +49,8 @@ def training_bank(model, data=None, cc_path=None, splits=("train",), cache_key=N
 def _embed_bank(model, data, cc_path, splits):
     from xmodal.data.conceptual_captions import load_conceptual_captions
     from xmodal.features import encode_texts
-    from xmodal.models.dual_finetune import prehead_activations
-    from xmodal.models.dual_train import training_items
+    from xmodal.recipes.dual_finetune import prehead_activations
+    from xmodal.recipes.dual import training_items
     from xmodal.models.image_top import pretrained_top, top_pooled
 
     ids, paths, captions, split_ids = training_items(
@@ -142,7 +142,7 @@ def smaller_banks(model, bank_images: np.ndarray, bank_texts: np.ndarray, log=pr
 def _dev_items(data, cc_path, split: str) -> list[tuple[str, str]]:
     """(image id, caption) pairs of a dev split, in the order :func:`training_bank` embeds."""
     from xmodal.data.conceptual_captions import load_conceptual_captions
-    from xmodal.models.dual_train import training_items
+    from xmodal.recipes.dual import training_items
 
     _, _, captions, split_ids = training_items(
         data, None, {"cc": load_conceptual_captions(cc_path)})

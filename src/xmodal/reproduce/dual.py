@@ -258,7 +258,8 @@ def variants(names, max_train: int = 6000, data=None, weights=(0.0, 0.1, 0.2, 0.
              ) -> list[dict]:
     """Train each variant (epoch chosen on dev), then dev and test R@K for each bridge weight."""
     from xmodal.models.dual import DualEncoder
-    from xmodal.models.dual_train import TrainConfig, fit_heads, load_train_data
+    from xmodal.models.dual_train import TrainConfig, fit_heads
+    from xmodal.recipes.dual import load_train_data
 
     use_maps = any(VARIANTS[v].get("use_maps") for v in names)
     td = load_train_data(data, max_train_images=max_train, use_maps=use_maps, progress=False)
@@ -296,7 +297,7 @@ def bridge_temperatures(temperatures, max_train: int = 6000, data=None) -> list[
     """First round, dev split only: the zero-shot bridge (no trained head) with each softmax
     temperature over the ImageNet classes (1 is what ships)."""
     from xmodal.models.dual import DualEncoder
-    from xmodal.models.dual_train import load_train_data
+    from xmodal.recipes.dual import load_train_data
 
     td = load_train_data(data, max_train_images=max_train, use_maps=False, progress=False)
     lines = []
@@ -311,13 +312,8 @@ def ensembles(names, data=None, weights=(0.0, 0.1, 0.2)) -> list[dict]:
     """Second round, dev split only: K heads (seeds 0..K-1) whose unit embeddings are
     concatenated / sqrt(K), blended with the bridge as the single model is."""
     from xmodal.models.dual import DualEncoder, l2_normalize
-    from xmodal.models.dual_train import (
-        TrainConfig,
-        fit_heads,
-        load_train_data,
-        recall_5cap,
-        split_rows,
-    )
+    from xmodal.models.dual_train import TrainConfig, fit_heads, recall_5cap, split_rows
+    from xmodal.recipes.dual import load_train_data
 
     td = load_train_data(data, progress=False)
     enc = DualEncoder(image_input="pooled+bridge")
@@ -417,7 +413,7 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
         done.update({v["variant"]: v for v in broader(broader_names, data, models_dir=models_dir)})
         res["broader"] = list(done.values())
     if finetune_lrs:
-        from xmodal.models.dual_finetune import finetune
+        from xmodal.recipes.dual_finetune import finetune
 
         def key(v):
             return v["top_lr"], v["flip_prob"], v["epochs"]

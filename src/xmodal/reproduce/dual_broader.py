@@ -1,6 +1,6 @@
 """Third round of the dual encoder (issue 17): broader training data, stronger frozen encoders.
 
-Each variant is one full :func:`xmodal.models.dual_train.train_dual` run (epoch and bridge weight
+Each variant is one full :func:`xmodal.recipes.dual.train_dual` run (epoch and bridge weight
 selected on the dev splits) on Flickr8K train, optionally joined by the Conceptual Captions 18k
 train split (:mod:`xmodal.data.conceptual_captions`). Selection uses Flickr8K dev and, with CC,
 the CC dev split too (mean of both splits' mean R@1). Nothing here reads a test split: the
@@ -64,7 +64,8 @@ def broader(names, data=None, cc_path=None, models_dir: str | Path | None = None
     selected epoch and bridge weight and the training time. ``models_dir``: also save each
     model there (``models_dir/NAME``), so the best one can be shipped without retraining."""
     from xmodal.data.conceptual_captions import load_conceptual_captions
-    from xmodal.models.dual_train import TrainConfig, train_dual
+    from xmodal.models.dual_train import TrainConfig
+    from xmodal.recipes.dual import train_dual
 
     unknown = [n for n in names if n not in BROADER]
     if unknown:

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from xmodal.errors import XmodalError
-from xmodal.models.dual_finetune import SHIPPED_STAGE2
+from xmodal.recipes.dual_finetune import SHIPPED_STAGE2
 from xmodal.reproduce.dual_broader import BROADER, ROUND, broader_table, mean_r1
 from xmodal.reproduce.output import read_json
 from xmodal.reproduce.prose import DAGGER, and_list, minutes, wrap
@@ -384,7 +384,7 @@ def _what(variants: dict, res: dict) -> list[str]:
                f"`[sqrt(1-w) * heads, sqrt(w) * bridge]`, {heads * 256 + 768:,}-d, unit length"
                + (f" (with `w = 0` after stage 2: the heads' {heads * 256:,}-d alone)."
                   if stage2 and stage2["w"] == 0 else "."), "- "),
-        *wrap("**Stage 2** (fifth round, `xmodal.models.dual_finetune`): starting from those "
+        *wrap("**Stage 2** (fifth round, `xmodal.recipes.dual_finetune`): starting from those "
                "heads, EfficientNet-Lite2's head conv (1x1, 352 -> 1280, batch norm folded in) is "
                f"trained with them for {SHIPPED_STAGE2['epochs']} epochs (conv lr "
                f"{SHIPPED_STAGE2['top_lr']:g}, heads {SHIPPED_STAGE2['head_lr']:g}), the best "
@@ -865,7 +865,7 @@ def _fifth(res: dict, variants: dict, extra: dict) -> list[str]:
     epoch_s = cost["epoch_s"]
     lines = [f"### {FIFTH_TITLE}", "",
              *wrap("A second stage on top of the fourth round's model (`xmodal reproduce dual "
-                    "--finetune LRs`, `xmodal.models.dual_finetune`; dev splits only). "
+                    "--finetune LRs`, `xmodal.recipes.dual_finetune`; dev splits only). "
                     "EfficientNet-Lite2's head conv (1x1, 352 -> 1280 channels, its batch norm "
                     "folded in; `xmodal.models.image_top`) is trained together with the three "
                     "warm-started heads, on activations below it cached once per image and "
@@ -897,7 +897,7 @@ def _fifth(res: dict, variants: dict, extra: dict) -> list[str]:
               "bridge still feeds the image head's input)." if ship and ship["w"] == 0 else "")
     ship_text = (f"**Shipped** as the default model: head conv lr {SHIPPED_STAGE2['top_lr']:g} "
                  f"(stage 1 `{SHIPPED}`, then this stage 2: `xmodal train dual` runs both; "
-                 f"`SHIPPED_STAGE2` in `xmodal.models.dual_finetune`).{bridge} Its test numbers "
+                 f"`SHIPPED_STAGE2` in `xmodal.recipes.dual_finetune`).{bridge} Its test numbers "
                  f"above are {look}, taken once, after the choice. {_stage2_on_test(res)} "
                  f"{_stage2_speed(extra)}")
     if best["top_lr"] > 0 and gain > spread:

@@ -41,7 +41,8 @@ def pool_scores(name: str, protocol) -> dict[str, np.ndarray]:
     if not single:
         scorer = get_setting(f"hodosh-{base}").scorer(protocol.name)
         return {d: scorer(protocol, protocol.directions[d]) for d in ("i2t", "t2i")}
-    from xmodal.models.hodosh import config_hash, load_hodosh_data
+    from xmodal.models.hodosh import config_hash
+    from xmodal.recipes.flickr8k import load_hodosh_data
 
     hd = load_hodosh_data(protocol.dataset)
     d = protocol.directions["i2t"]
@@ -120,8 +121,7 @@ def dev_selection(systems: list[str], dataset) -> dict:
     """Per KCCA system (cached, so already trained): the dev R@1, R@5, R@10 and medR of every
     (kappa, n) candidate in grid order, the 15 settings of each task's Borda ensemble and the
     single best dev setting."""
-    from xmodal.models.hodosh import load_hodosh_data
-    from xmodal.recipes.flickr8k import get_system
+    from xmodal.recipes.flickr8k import get_system, load_hodosh_data
     from xmodal.recipes.settings import get_setting
     from xmodal.reproduce.hodosh_explore import grid_columns
 

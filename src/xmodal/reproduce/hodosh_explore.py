@@ -52,7 +52,8 @@ def grid_columns(system) -> dict:
 def explore(names=None, data=None, command: str = "") -> dict:
     """Train each exploration of :data:`EXPLORATIONS` and record its dev grid, fit time and the
     time of the image-kernel blocks it had to compute."""
-    from xmodal.models.hodosh import HodoshKCCA, ImageSide, landmarks, load_hodosh_data, n_grid_for
+    from xmodal.models.hodosh import HodoshKCCA, ImageSide, landmarks, n_grid_for
+    from xmodal.recipes.flickr8k import load_hodosh_data
     from xmodal.recipes.settings import get_setting
     from xmodal.reproduce.output import stamp
 

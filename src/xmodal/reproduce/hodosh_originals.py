@@ -67,7 +67,7 @@ DEFAULT_ORIGINALS = Path(os.environ.get(  # beside the repository, as the issue 
 def datasets(originals: str | Path, data=None) -> dict:
     """``{"copies": Flickr8k, "originals": Flickr8kOriginals, "ids": the photo set}``."""
     from xmodal.data.flickr8k_originals import load_flickr8k_originals
-    from xmodal.models.hodosh import load_hodosh_data
+    from xmodal.recipes.flickr8k import load_hodosh_data
 
     orig = load_flickr8k_originals(originals, data)
     copies = load_hodosh_data(data).data
@@ -89,10 +89,12 @@ def hodosh_data(ds: dict, condition: str, train: Sequence[str], dev: Sequence[st
                 test: Sequence[str]):
     """The :class:`HodoshData` of one copy and one split (image kernels over the whole set)."""
     from xmodal.models.hodosh import HodoshData
+    from xmodal.recipes.flickr8k import caption_tokens
 
     copy = CONDITIONS[condition][0]
     return HodoshData(ds[copy], list(train), list(dev), list(test),
-                      image_set=image_set_name(copy, ds["ids"]), kernel_ids=list(ds["ids"]))
+                      image_set=image_set_name(copy, ds["ids"]), kernel_ids=list(ds["ids"]),
+                      tokens_of=caption_tokens)
 
 
 def splits(ds: dict, folds: int = FOLDS, seed: int = 0) -> dict[str, tuple[list, list, list]]:

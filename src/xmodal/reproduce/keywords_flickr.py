@@ -121,7 +121,8 @@ def experiment(data=None, seed: int = 0, kinds=("grid", "effnet"), neural: bool 
         # the neural row is the shipped `xmodal tag` model (fit on the training split, L2 and
         # word-prior power selected on dev); it must share this vocabulary
         from xmodal.errors import XmodalError
-        from xmodal.models.tagger import FLICKR8K_MODEL_DIR, KeywordHead, flickr8k_pooled_features
+        from xmodal.models.tagger import FLICKR8K_MODEL_DIR, KeywordHead
+        from xmodal.recipes.tagger import flickr8k_pooled_features
 
         head = KeywordHead.load(FLICKR8K_MODEL_DIR)
         if head.vocabulary_ != words:

@@ -71,7 +71,8 @@ def load_data(data=None, cc_data=None):
 
 def split_features(f8, cc, backbone: str) -> dict[str, dict[str, np.ndarray]]:
     """``{"flickr8k"|"cc": {split: (n, 1280) pooled features}}`` (the default feature cache)."""
-    from xmodal.models.tagger import flickr8k_pooled_features, pooled_features
+    from xmodal.models.tagger import pooled_features
+    from xmodal.recipes.tagger import flickr8k_pooled_features
 
     out: dict[str, dict[str, np.ndarray]] = {"flickr8k": {}, "cc": {}}
     if backbone == "lite0":
@@ -96,7 +97,7 @@ def train(f8, cc, feats, with_cc: bool, min_images: int = 25, l2s=L2S, powers=PO
         build_keyword_vocabulary,
         image_keyword_matrix,
     )
-    from xmodal.models.tagger import select_keyword_head_on
+    from xmodal.recipes.tagger import select_keyword_head_on
 
     both = CaptionSources(f8, cc)
     sets = ("flickr8k", "cc") if with_cc else ("flickr8k",)

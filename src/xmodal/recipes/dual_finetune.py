@@ -1,6 +1,6 @@
 """Stage 2 of the dual encoder's training: fine-tuning the top of the image encoder.
 
-Stage 1 (:func:`xmodal.models.dual_train.train_dual`) trains heads on EfficientNet-Lite2's
+Stage 1 (:func:`xmodal.recipes.dual.train_dual`) trains heads on EfficientNet-Lite2's
 frozen pooled features. Stage 2 tunes the top of the image tower too: the head convolution
 (its batch norm folded in, :mod:`xmodal.models.image_top`), warm-started from the stage-1
 heads (the usual two-stage fine-tune). The activations below the head conv are cached once per
@@ -11,11 +11,11 @@ With ``top_lr`` 0 the head conv stays frozen (the control: only the warm-started
 training); otherwise one conv, shared by the ensemble's heads, is tuned with them. Each epoch
 is scored on the dev splits as stage 1 selects (mean over Flickr8K dev and CC dev of mean R@1
 at bridge weight 0), the best epoch kept (epoch 0 = the stage-1 heads), then the bridge weight
-chosen as :func:`xmodal.models.dual_train.train_dual` does. Nothing here reads a test split.
+chosen as :func:`xmodal.recipes.dual.train_dual` does. Nothing here reads a test split.
 The shipped model's settings: :data:`SHIPPED_STAGE2` (``xmodal train dual`` runs both stages;
 ``xmodal reproduce dual --finetune`` compares rates).
 
-    from xmodal.models.dual_finetune import SHIPPED_STAGE2, finetune
+    from xmodal.recipes.dual_finetune import SHIPPED_STAGE2, finetune
     line, model = finetune(warm_from="models/stage1", **SHIPPED_STAGE2)
 """
 
@@ -122,7 +122,8 @@ def finetune(top_lr: float = 3e-5, head_lr: float = 1e-4, epochs: int = 6, seed:
     from xmodal.features import encode_texts
     from xmodal.models.dual import DEFAULT_MODEL_DIR, DualEncoder, l2_normalize
     from xmodal.models.dual_heads import EnsembleHeads
-    from xmodal.models.dual_train import contrastive_loss, recall_5cap, training_items
+    from xmodal.models.dual_train import contrastive_loss, recall_5cap
+    from xmodal.recipes.dual import training_items
     from xmodal.models.image_top import pretrained_top, top_pooled, tunable_top
 
     t0 = time.time()
