@@ -58,17 +58,34 @@ class LocalRayCluster:
                     "RAY_health_check_failure_threshold": "3", "RAY_USAGE_STATS_ENABLED": "0",
                     **(env or {})}
         self.nodes: list[subprocess.Popen] = []
+        self.reserved = {self.port}  # every port handed to a node of this cluster
         self._start(["--head", "--port", str(self.port), "--include-dashboard", "false",
                      "--temp-dir", self.tmp], cpus)
 
+    def _port(self) -> int:
+        """A free port that no node of this cluster was given (alone or in a worker range)."""
+        while (port := free_port()) in self.reserved:
+            pass
+        self.reserved.add(port)
+        return port
+
+    def _worker_ports(self, n: int = 41) -> int:
+        """The first of ``n`` consecutive ports that no node of this cluster was given: Ray
+        refuses to start a node whose worker range holds one of its other ports."""
+        while not self.reserved.isdisjoint(range(lo := free_port(), lo + n)):
+            pass
+        self.reserved.update(range(lo, lo + n))
+        return lo
+
     def _start(self, args: list[str], cpus: int) -> subprocess.Popen:
-        lo = free_port()
+        lo = self._worker_ports()
         cmd = [RAY, "start", "--block", "--node-ip-address", "127.0.0.1", "--num-cpus",
                str(cpus), "--object-store-memory", str(200 * 2**20), "--disable-usage-stats",
-               "--node-manager-port", str(free_port()), "--object-manager-port", str(free_port()),
-               "--metrics-export-port", str(free_port()),
-               "--dashboard-agent-listen-port", str(free_port()),
-               "--runtime-env-agent-port", str(free_port()),
+               "--node-manager-port", str(self._port()),
+               "--object-manager-port", str(self._port()),
+               "--metrics-export-port", str(self._port()),
+               "--dashboard-agent-listen-port", str(self._port()),
+               "--runtime-env-agent-port", str(self._port()),
                "--min-worker-port", str(lo), "--max-worker-port", str(lo + 40), *args]
         log = open(Path(self.tmp) / f"node{len(self.nodes)}.log", "w")
         proc = subprocess.Popen(cmd, env=self.env, stdout=log, stderr=subprocess.STDOUT,
