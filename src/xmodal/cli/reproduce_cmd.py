@@ -172,8 +172,9 @@ def hodosh(
     """Hodosh et al. (2013) on flickr8k-hodosh, -crowd and expert scores (reports/hodosh.md).
 
     Systems are trained (or loaded from $XMODAL_CACHE/hodosh) through their settings records;
-    about two hours on 2 cores from an empty cache, seconds once the cache holds the kernels
-    and systems. Writes hodosh_reproduction.json to --out.
+    77 minutes on 2 cores from an empty cache (measured; benchmarks/results/
+    hodosh_rerun_check.json), seconds once the cache holds the kernels and systems. Writes
+    hodosh_reproduction.json to --out.
 
     --part explore trains variations of BoW5 and Tri5Sem (kappas, diagonal factors, p, landmarks,
     rank) and scores them on the dev pool only; writes hodosh_exploration.json.
