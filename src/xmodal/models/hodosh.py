@@ -281,6 +281,12 @@ def _cosine_scores(zx: np.ndarray, zy: np.ndarray, n: int) -> np.ndarray:
     return a @ b.T
 
 
+def best_dev_row(rows: list[dict], task: str) -> dict:
+    """The dev-grid row with the best R@5 + R@10 on ``task`` (ties: the lower medR, then the
+    grid order): the single best dev model."""
+    return ranked(rows, lambda r: (r[task]["R@5"] + r[task]["R@10"], -r[task]["medR"]))[0]
+
+
 def select_settings(rows: list[dict], task: str) -> list[dict]:
     """The 5 best settings by each of R@1, R@5, R@10 on ``task`` (15, repeats kept).
 
@@ -427,7 +433,7 @@ class HodoshKCCA:
             raise XmodalError("this saved system has no dev grid")
         kept = [r for r in self.dev_grid_ if r["kappa"] in self.weights_ and
                 r["n"] <= self.weights_[r["kappa"]][0].shape[1]]
-        return ranked(kept, lambda r: (r[task]["R@5"] + r[task]["R@10"], -r[task]["medR"]))[0]
+        return best_dev_row(kept, task)
 
     def score(
         self, image_ids: Sequence[str], docs: Sequence, tag: str, single: bool = False

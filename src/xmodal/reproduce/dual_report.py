@@ -448,7 +448,8 @@ def _extraction(res: dict, extra: dict) -> list[str]:
     captions = sum(d["captions"] for d in sizes.values())
     data = " + ".join({"flickr8k": "Flickr8K", "cc": "CC"}[k] for k in sizes)
     text = (
-        f"Feature extraction, once, at the cold rates under Speed (`{_module(extra['encode_speed']['command'])}`): "
+        "Feature extraction, once, at the cold rates under Speed "
+        f"(`{_module(extra['encode_speed']['command'])}`): "
         f"Lite2 of the {images:,} {data} images and their mirror images about "
         f"{minutes(2 * images / rate['lite2'])}, MPNet of their {captions:,} captions about "
         f"{minutes(captions / rate['mpnet'])}"

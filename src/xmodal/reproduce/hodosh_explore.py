@@ -84,16 +84,18 @@ def explore(names=None, data=None, command: str = "") -> dict:
 
 
 def best(columns: dict, task: str, kappa: float | None = None) -> dict:
-    """The dev row with the best R@5 + R@10 on ``task`` (ties: the lower medR, then the grid
-    order; the rule of ``HodoshKCCA.best_single``), among all kappas or one: ``{"kappa", "n",
-    "R@1", "R@5", "R@10", "medR"}``."""
-    from xmodal.eval.selection import ranked
+    """The single best dev setting (:func:`xmodal.models.hodosh.best_dev_row`) of a dev grid in
+    :func:`grid_columns`' layout, among all kappas or one: ``{"kappa", "n", "R@1", "R@5",
+    "R@10", "medR"}``."""
+    from xmodal.models.hodosh import best_dev_row
 
     m = columns[task]
-    rows = [i for i, k in enumerate(columns["kappa"]) if kappa is None or k == kappa]
-    i = ranked(rows, lambda i: (m["R@5"][i] + m["R@10"][i], -m["medR"][i]))[0]
-    return {"kappa": columns["kappa"][i], "n": columns["n"][i],
-            **{k: m[k][i] for k in ("R@1", "R@5", "R@10", "medR")}}
+    rows = [{"kappa": k, "n": n, task: {key: m[key][i] for key in m}}
+            for i, (k, n) in enumerate(zip(columns["kappa"], columns["n"]))
+            if kappa is None or k == kappa]
+    row = best_dev_row(rows, task)
+    return {"kappa": row["kappa"], "n": row["n"],
+            **{k: row[task][k] for k in ("R@1", "R@5", "R@10", "medR")}}
 
 
 def used_columns(selection: dict) -> dict:
