@@ -84,7 +84,11 @@ def test_search_json_shape_and_ranking(indexed):
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["query"] == "something blue"
-    assert [set(r) for r in out["results"]] == [{"path", "score"}] * 2
+    # path and score always; the file's date (no EXIF here: its modification time) and size
+    assert [set(r) for r in out["results"]] == [
+        {"path", "score", "taken_at", "date_source", "width", "height"}] * 2
+    assert {r["date_source"] for r in out["results"]} == {"mtime"}
+    assert out["hidden"] == 0 and out["no_good_match"] is False
     assert out["results"][0]["path"] == str(root / "a" / "b" / "blue.jpg")
     assert out["results"][0]["score"] >= out["results"][1]["score"]
     # an independent oracle: cosine between [mean colour, 0.1] and the query's [0, 0, 1, 0.1]

@@ -23,21 +23,97 @@ def _open(db: Path | None, model: str | None, create: bool = False):
     return PhotoIndex(db, model_spec=model, create=create)
 
 
+FILTER_HELP = "Filters (combine freely)"
+
+
 def _print_results(title: str, results, as_json: bool, query: str) -> None:
     if as_json:
         typer.echo(
             json.dumps({"query": query, "results": [r.to_dict() for r in results]}, indent=2)
         )
         return
+    _results_table(title, results)
+    if not results:
+        console.print("[yellow]no results: is the index empty? run 'xmodal index FOLDER'[/]")
+
+
+def _results_table(title: str, results) -> None:
     table = Table(title=title)
     table.add_column("#", justify="right")
     table.add_column("score", justify="right")
+    matched = any(getattr(r, "relevance", None) is not None for r in results)
+    dated = any(getattr(r, "taken_at", None) for r in results)
+    placed = any(getattr(r, "place", None) for r in results)
+    if matched:
+        table.add_column("match", justify="right")
+    if dated:
+        table.add_column("taken")
+    if placed:
+        table.add_column("place", overflow="fold")
     table.add_column("path", overflow="fold")
     for n, r in enumerate(results, start=1):
-        table.add_row(str(n), f"{r.score:.3f}", r.path)
+        row = [str(n), f"{r.score:.3f}"]
+        if matched:
+            row.append("" if r.relevance is None else f"{100 * r.relevance:.0f}%")
+        if dated:
+            stamp = (r.taken_at or "").replace("T", " ")[:16]
+            row.append(stamp + (" (file)" if r.date_source == "mtime" else ""))
+        if placed:
+            row.append(r.place or "")
+        table.add_row(*row, r.path)
     console.print(table)
-    if not results:
+
+
+def _print_answer(title: str, answer, as_json: bool, query: str) -> None:
+    """A search answer: its results, and a clear word when the cutoff hid everything."""
+    if as_json:
+        typer.echo(json.dumps({"query": query, **answer.to_dict()}, indent=2))
+        return
+    if answer.results:
+        _results_table(title, answer.results)
+    if answer.no_good_match:
+        best = answer.closest
+        how = (f"{100 * best.relevance:.0f}% likely to match" if best.relevance is not None
+               else f"score {best.score:.3f}")
+        console.print(f"[yellow]No photo matches {query!r} well.[/] The closest is {best.path} "
+                      f"({how}); show the closest ones with --min-score 0.")
+    elif not answer.results:
         console.print("[yellow]no results: is the index empty? run 'xmodal index FOLDER'[/]")
+    elif answer.hidden:
+        console.print(f"[dim]{answer.hidden} weaker match(es) hidden below "
+                      f"{_cutoff_text(answer)}; --min-score 0 shows them[/]")
+
+
+def _cutoff_text(answer) -> str:
+    if answer.calibrated:
+        return f"{100 * answer.min_relevance:.0f}% match"
+    return f"score {answer.min_relevance:.3f}"
+
+
+def _filters(after, before, place, near, km, camera, under):
+    from xmodal.index.filters import PhotoFilter, parse_point
+
+    return PhotoFilter(after=after, before=before, place=place,
+                       near=parse_point(near) if near else None, km=km, camera=camera,
+                       under=str(under) if under else None)
+
+
+AFTER = typer.Option(None, "--after", help="Taken in or after this year, month or day "
+                     "(2023, 2023-06, 2023-06-14).", rich_help_panel=FILTER_HELP)
+BEFORE = typer.Option(None, "--before", help="Taken in or before this year, month or day.",
+                      rich_help_panel=FILTER_HELP)
+PLACE = typer.Option(None, "--place", help="Taken in this city, region or country "
+                     "(any case; from GPS, offline).", rich_help_panel=FILTER_HELP)
+NEAR = typer.Option(None, "--near", help="Taken near LAT,LON (degrees), e.g. 38.72,-9.14.",
+                    rich_help_panel=FILTER_HELP)
+KM = typer.Option(None, "--km", help="Radius for --near in km (default 10).",
+                  rich_help_panel=FILTER_HELP)
+CAMERA = typer.Option(None, "--camera", help="Camera make or model contains this "
+                      "(e.g. 'iphone', 'EOS').", rich_help_panel=FILTER_HELP)
+UNDER = typer.Option(None, "--under", help="Only photos inside this folder (at any depth).",
+                     rich_help_panel=FILTER_HELP)
+SORT = typer.Option("relevance", "--sort", help="relevance, date (newest first) or oldest; "
+                    "by date: the best 100 matches past the cutoff, in date order.")
 
 
 @app.command("index")
@@ -90,15 +166,26 @@ def index_command(
 
 @app.command("search")
 def search_command(
-    query: str = typer.Argument(..., help="A sentence describing the photos you want."),
+    query: list[str] = typer.Argument(..., help="A sentence describing the photos you want; or "
+                                      "an expression of sentences and images joined by + and -,"
+                                      " each with an optional weight W: ('2:a golden retriever' "
+                                      "+ pool.jpg - people)."),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     k: int = typer.Option(10, "-k", "--top", help="Number of results."),
-    under: Path | None = typer.Option(
-        None, "--under", help="Only photos inside this folder (at any depth)."
-    ),
+    like: list[str] = typer.Option([], "--like", help="An example image to add to the query "
+                                   "(repeatable; W:path weighs it)."),
+    unlike: list[str] = typer.Option([], "--not", help="A sentence to push away (repeatable)."),
+    after: str | None = AFTER, before: str | None = BEFORE, place: str | None = PLACE,
+    near: str | None = NEAR, km: float | None = KM, camera: str | None = CAMERA,
+    under: Path | None = UNDER, sort: str = SORT,
+    min_score: float | None = typer.Option(
+        None, "--min-score", help="Hide results below this calibrated match probability "
+        "(0-1; default: the model's calibrated threshold; 0 shows everything). For a model "
+        "without a calibration: a minimum raw score."),
     model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
     as_json: bool = typer.Option(
-        False, "--json", help="Print JSON: {query, results: [{path, score}]}"
+        False, "--json", help="Print JSON: {query, results: [{path, score, relevance, "
+        "taken_at, place, camera, ...}], hidden, no_good_match, ...}"
     ),
     ann: Path | None = typer.Option(
         None, "--ann", help="Search an index folder built by 'xmodal ann build' instead of a "
@@ -109,7 +196,10 @@ def search_command(
         "the one measured at build time)."
     ),
 ) -> None:
-    """Search indexed photos by sentence.
+    """Search indexed photos by sentence, with filters, example images and terms to avoid.
+
+    Results the model judges unlikely to match are hidden (a calibrated cutoff); when nothing
+    matches well the answer says so and names the closest photo.
 
     Examples:
 
@@ -117,23 +207,37 @@ def search_command(
 
       xmodal search "children playing in the snow" -k 5 --json
 
-      xmodal search "a boat at sunset" --under ~/Pictures/2019-greece
+      xmodal search "a boat at sunset" --place Lisbon --after 2023-06 --before 2023-08
+
+      xmodal search "a dog" --near 38.72,-9.14 --km 5 --camera iphone --sort date
+
+      xmodal search "a golden retriever" --like pool.jpg --not "people"
+
+      xmodal search "2:golden retriever" + pool.jpg - people
 
       xmodal search "a red bus" --ann photos.ann --nprobe 32
     """
-    if not query.strip():
+    text = " ".join(query)
+    if not text.strip():
         raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
     if ann is not None:
         from types import SimpleNamespace
 
         from xmodal.scale.ann_search import search_text
 
+        if like or unlike or any((after, before, place, near, km, camera, under)) \
+                or sort != "relevance":
+            raise XmodalError("--ann searches take a sentence only: filters, --like, --not and "
+                              "--sort work on a photo database (--db)")
         hits = [SimpleNamespace(**h, to_dict=lambda h=h: h)
-                for h in search_text(ann, query, k, nprobe)]
-        _print_results(f"search: {query}", hits, as_json, query)
+                for h in search_text(ann, text, k, nprobe)]
+        _print_results(f"search: {text}", hits, as_json, text)
         return
+    filters = _filters(after, before, place, near, km, camera, under)
     index = _open(db, model)
-    _print_results(f"search: {query}", index.search(query, k, under=under), as_json, query)
+    answer = index.find(query, k, filters=filters, sort=sort, min_relevance=min_score,
+                        like=like, unlike=unlike)
+    _print_answer(f"search: {text}", answer, as_json, text)
 
 
 @app.command("similar")
@@ -141,19 +245,28 @@ def similar_command(
     image: Path = typer.Argument(..., help="An image: indexed or not."),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     k: int = typer.Option(10, "-k", "--top", help="Number of results."),
+    after: str | None = AFTER, before: str | None = BEFORE, place: str | None = PLACE,
+    near: str | None = NEAR, km: float | None = KM, camera: str | None = CAMERA,
+    under: Path | None = UNDER, sort: str = SORT,
     model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
     as_json: bool = typer.Option(
-        False, "--json", help="Print JSON: {query, results: [{path, score}]}"
+        False, "--json", help="Print JSON: {query, results: [{path, score, ...}]}"
     ),
 ) -> None:
-    """Find indexed photos like an image.
+    """Find indexed photos like an image (filters as for search).
 
-    Example:
+    Examples:
 
       xmodal similar ~/Pictures/cat.jpg -k 5
+
+      xmodal similar beach.jpg --after 2022 --place Portugal --sort date
     """
+    from xmodal.index.query import Term
+
+    filters = _filters(after, before, place, near, km, camera, under)
     index = _open(db, model)
-    _print_results(f"similar to {image}", index.similar(image, k), as_json, str(image))
+    answer = index.find([Term(str(image), "image")], k, filters=filters, sort=sort)
+    _print_answer(f"similar to {image}", answer, as_json, str(image))
 
 
 @app.command("describe")
@@ -206,6 +319,8 @@ def photos_command(
     skipped: bool = typer.Option(False, "--skipped", help="List skipped files and why."),
     rebuild: bool = typer.Option(False, "--rebuild", help="Rebuild the FAISS index from SQLite."),
     roots: bool = typer.Option(False, "--roots", help="List the indexed folders."),
+    facets: bool = typer.Option(False, "--facets", help="Years, places and cameras with "
+                                "photo counts (what the search filters can select)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
 ) -> None:
     """Show the state of a photo index (counts, model, indexed folders, skipped files).
@@ -215,10 +330,15 @@ def photos_command(
       xmodal photos --skipped
 
       xmodal photos --roots
+
+      xmodal photos --facets
     """
     from xmodal.index import PhotoIndex
 
     index = PhotoIndex(db, create=False)
+    if facets:
+        _print_facets(index.facets(), as_json)
+        return
     info = index.stats()
     if roots:
         info["roots"] = index.roots()
@@ -237,6 +357,26 @@ def photos_command(
         console.print(f"  folder: {r['folder']} ({r['files']} files){gone}")
     for item in info.get("skipped_files", []):
         console.print(f"  skipped: {item['path']} ({item['reason']})")
+
+
+def _print_facets(facets: dict, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(facets, indent=2))
+        return
+    for title, rows, name in (
+        ("years", facets["years"], lambda r: r["year"] or "(no date)"),
+        ("places", facets["places"],
+         lambda r: ", ".join(p for p in (r["city"], r["region"], r["country"]) if p)),
+        ("cameras", facets["cameras"], lambda r: r["camera"] or "(unknown camera)"),
+    ):
+        table = Table(title=title)
+        table.add_column(title[:-1])
+        table.add_column("photos", justify="right")
+        for r in rows:
+            table.add_row(str(name(r)), str(r["count"]))
+        if not rows:
+            table.add_row("(none)", "0")
+        console.print(table)
 
 
 @app.command("forget")

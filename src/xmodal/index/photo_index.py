@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,10 +39,15 @@ import numpy as np
 from xmodal.describe import caption_offsets, rank_pool
 from xmodal.errors import XmodalError
 from xmodal.index.ann import AnnIndex
+from xmodal.index.filters import PhotoFilter
+from xmodal.index.metadata import PhotoMeta, read_metadata
+from xmodal.index.query import Term, combine, parse_query
 from xmodal.index.scan import BAD_NAME, load_checked, read_bytes, walk_images
 from xmodal.index.store import Store
 
 BATCH = 16  # images embedded and committed per transaction
+DATE_SORT_POOL = 100  # sorted by date: the best this many matches (past the cutoff), by date
+SORTS = ("relevance", "date", "oldest")
 
 
 def default_db_path() -> Path:
@@ -93,13 +98,52 @@ class SearchResult:
     score: float
     # other indexed files with the same content (same SHA-1): shown once, under one path
     duplicates: list[str] = field(default_factory=list)
+    # the calibrated probability that a person calls the photo a match for the query's
+    # sentence (None without a calibration for the model, or for a query without a sentence)
+    relevance: float | None = None
+    taken_at: str | None = None  # local time, ISO; date_source says where it came from
+    date_source: str | None = None
+    place: str | None = None
+    camera: str | None = None
+    width: int | None = None
+    height: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """``{"path", "score"}``, plus ``"duplicates"`` when other files hold the same photo."""
-        out = asdict(self)
-        if not self.duplicates:
-            del out["duplicates"]
-        return out
+        """``{"path", "score"}``, plus ``"duplicates"`` when other files hold the same photo,
+        ``"relevance"`` when calibrated, and the photo's date, place and camera when known."""
+        return {k: v for k, v in asdict(self).items()
+                if k in ("path", "score") or v not in (None, [])}
+
+
+@dataclass
+class SearchAnswer:
+    """A page of results and what was hidden. ``min_relevance`` is the cutoff in force (a
+    calibrated probability; for a model without a calibration, a raw score), ``hidden`` how
+    many of the best ``offset + k`` matches fell below it, ``closest`` the best of those."""
+
+    results: list[SearchResult]
+    terms: list[str] = field(default_factory=list)
+    filter: dict[str, Any] = field(default_factory=dict)
+    sort: str = "relevance"
+    min_relevance: float | None = None
+    calibrated: bool = False
+    hidden: int = 0
+    closest: SearchResult | None = None
+    candidates: int | None = None  # photos that passed the filter (None: no filter)
+
+    @property
+    def no_good_match(self) -> bool:
+        return not self.results and self.hidden > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "results": [r.to_dict() for r in self.results],
+            "terms": self.terms, "filter": self.filter, "sort": self.sort,
+            "min_relevance": self.min_relevance, "calibrated": self.calibrated,
+            "hidden": self.hidden, "no_good_match": self.no_good_match,
+            "closest": self.closest.to_dict() if self.closest else None,
+            "candidates": self.candidates,
+        }
 
 
 @dataclass
@@ -113,6 +157,8 @@ class UpdateStats:
     skipped: int = 0
     skip_reasons: dict[str, int] = field(default_factory=dict)
     captions_unmatched: int = 0  # caption-file image names that match no indexed photo
+    reused: int = 0  # new paths whose content was indexed already (moved, renamed, copied)
+    metadata_read: int = 0  # indexed photos whose metadata was (re)read without re-embedding
     elapsed_s: float = 0.0  # the whole update, model loading included
     embed_s: float = 0.0  # reading, decoding, embedding and writing the new and changed images
 
@@ -242,13 +288,15 @@ class PhotoIndex:
                         stats.unchanged += 1
                         continue
                 todo.append((info, rec))
-            gone = [rec.id for path, rec in known.items() if path not in seen_paths]
-            stats.deleted = self.store.delete_files(conn, gone)
             roots = json.loads(self.store.get_meta("roots", "[]") or "[]")
             if str(root) not in roots:
                 self.store.set_meta(conn, "roots", json.dumps(sorted([*roots, str(root)])))
             if not todo:
                 self._record_model(conn, mid)
+        # records of vanished files go last: a file moved or renamed inside the folder finds
+        # its old vector (same SHA-1) and is not embedded again
+        gone = [rec.id for path, rec in known.items() if path not in seen_paths]
+        indexed = self.store.hashes_with_vector(mid) if todo else set()
 
         bar = tqdm(total=len(todo), desc="indexing", unit="img", disable=not progress or not todo)
         batches = [todo[i : i + BATCH] for i in range(0, len(todo), BATCH)]
@@ -257,11 +305,11 @@ class PhotoIndex:
         threads = torch_threads(indexing_threads(), self.model)
         t_embed = time.perf_counter()
         with ThreadPoolExecutor(max_workers=1) as pool, threads:
-            pending = pool.submit(_load_batch, batches[0], mid) if batches else None
+            pending = pool.submit(_load_batch, batches[0], mid, indexed) if batches else None
             for n, batch in enumerate(batches):
                 loaded = pending.result()
                 if n + 1 < len(batches):
-                    pending = pool.submit(_load_batch, batches[n + 1], mid)
+                    pending = pool.submit(_load_batch, batches[n + 1], mid, indexed)
                 self._embed_and_commit(stats, mid, loaded)
                 bar.update(len(batch))
                 stats.embed_s = time.perf_counter() - t_embed
@@ -269,6 +317,10 @@ class PhotoIndex:
                 if on_batch is not None:
                     on_batch(stats)
         bar.close()
+        if gone:
+            with self.store.transaction() as conn:
+                stats.deleted = self.store.delete_files(conn, gone)
+        self._refresh_metadata(root, stats, progress)
 
         if caption_map:
             with self.store.transaction() as conn:
@@ -281,6 +333,28 @@ class PhotoIndex:
         self.ann.rebuild()
         stats.elapsed_s = time.perf_counter() - t0
         return stats
+
+    def _refresh_metadata(self, root: Path, stats: UpdateStats, progress: bool) -> None:
+        """Read the metadata of indexed photos that lack it (an index built before metadata
+        existed, or by an older extractor): no re-embedding."""
+        from tqdm.auto import tqdm
+
+        prefix = str(root).rstrip(os.sep) + os.sep
+        rows = [r for r in self.store.without_metadata() if r[1].startswith(prefix)]
+        if not rows:
+            return
+        bar = tqdm(total=len(rows), desc="reading metadata", unit="img",
+                   disable=not progress or len(rows) < 50)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            for start in range(0, len(rows), 256):
+                part = rows[start:start + 256]
+                metas = list(pool.map(lambda r: read_metadata(r[1], mtime_ns=r[2]), part))
+                with self.store.transaction() as conn:
+                    for (fid, _, _), meta in zip(part, metas):
+                        self.store.put_metadata(conn, fid, meta)
+                stats.metadata_read += len(part)
+                bar.update(len(part))
+        bar.close()
 
     def _embed_and_commit(self, stats: UpdateStats, mid: str, loaded: _Loaded) -> None:
         """Embed one decoded batch and write it, with its skipped files, in one transaction."""
@@ -299,9 +373,20 @@ class PhotoIndex:
                 except Exception as exc:  # noqa: BLE001 - any model failure skips the file
                     bad.append((*item[:3], f"the model failed: {type(exc).__name__}"))
             good = kept
+        reused = []
+        for info, sha1, rec in loaded.known:  # content indexed under another path already
+            vec = self.store.vector_by_hash(sha1, mid)
+            if vec is None:  # its copy was re-embedded by another model meanwhile: embed it
+                image, reason = load_checked(info.path)
+                if image is None:
+                    bad.append((info, sha1, rec, reason))
+                    continue
+                vec = self._embed([image])[0]
+            reused.append((info, sha1, rec, vec))
         with self.store.transaction() as conn:
             for info, rec in loaded.same:  # touched, content unchanged: keep the vector
                 self.store.touch_file(conn, rec.id, info.size, info.mtime_ns)
+                self.store.put_metadata(conn, rec.id, loaded.meta[info.path])
                 stats.unchanged += 1
             for info, sha1, rec, reason in bad:
                 fid = self.store.upsert_file(
@@ -309,6 +394,18 @@ class PhotoIndex:
                 )
                 self.store.drop_vector(conn, fid)
                 _count_skip(stats, reason)
+            for info, sha1, rec, vec in reused:
+                w, h = self.store.size_by_hash(sha1)
+                fid = self.store.upsert_file(
+                    conn, info.path, info.size, info.mtime_ns, sha1, w, h, "ok", None
+                )
+                self.store.put_vector(conn, fid, mid, vec)
+                self.store.put_metadata(conn, fid, loaded.meta[info.path])
+                stats.reused += 1
+                if rec is None:
+                    stats.added += 1
+                else:
+                    stats.updated += 1
             for (info, sha1, rec, image), vec in zip(good, vectors):
                 w, h = image.info.get("original_size", image.size)
                 if not np.all(np.isfinite(vec)) or not np.any(vec):
@@ -323,6 +420,7 @@ class PhotoIndex:
                     conn, info.path, info.size, info.mtime_ns, sha1, w, h, "ok", None
                 )
                 self.store.put_vector(conn, fid, mid, vec)
+                self.store.put_metadata(conn, fid, loaded.meta[info.path])
                 if rec is None:
                     stats.added += 1
                 else:
@@ -397,51 +495,164 @@ class PhotoIndex:
         return out
 
     def search(
-        self, text: str, k: int = 10, offset: int = 0, under: str | os.PathLike | None = None
+        self, text: str, k: int = 10, offset: int = 0, under: str | os.PathLike | None = None,
+        **options: Any,
     ) -> list[SearchResult]:
         """The ``k`` photos best matching a sentence (after skipping ``offset``); with ``under``,
-        only photos inside that folder (at any depth) are ranked."""
+        only photos inside that folder (at any depth) are ranked. ``options`` are those of
+        :meth:`find` (filters, sort, cutoff); without them no result is hidden."""
         if not isinstance(text, str) or not text.strip():
             raise XmodalError(
                 "the search query is empty: give a sentence such as 'a dog on a beach'"
             )
+        options.setdefault("min_relevance", 0.0)
+        if under is not None:
+            options["filters"] = replace(options.get("filters") or PhotoFilter(),
+                                         under=str(under))
+        return self.find([Term(text.strip())], k, offset, **options).results
+
+    def similar(self, image: str | os.PathLike, k: int = 10, **options: Any
+                ) -> list[SearchResult]:
+        """Photos like ``image``: an indexed path (its stored vector) or any image file."""
+        return self.find([Term(str(image), "image")], k, **options).results
+
+    def find(
+        self,
+        query: str | list[str] | list[Term],
+        k: int = 10,
+        offset: int = 0,
+        *,
+        filters: PhotoFilter | None = None,
+        sort: str = "relevance",
+        min_relevance: float | None = None,
+        like: list[Any] = (),
+        unlike: list[str] = (),
+    ) -> SearchAnswer:
+        """Search with everything: a query expression (see :mod:`xmodal.index.query`) or terms,
+        ``like`` images (paths or PIL images) and ``unlike`` sentences added to it, a filter,
+        a sort order ("relevance", "date": newest first, "oldest") and a cutoff.
+
+        ``min_relevance``: results whose calibrated relevance is below it are hidden; None uses
+        the model's calibrated default, 0 shows everything. A model without a calibration
+        compares it with the raw score instead (and hides nothing by default)."""
         if k < 1 or offset < 0:
             raise XmodalError("k must be at least 1 and offset at least 0")
+        if sort not in SORTS:
+            raise XmodalError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+        terms = query if query and isinstance(query[0], Term) else \
+            (parse_query(query) if query else [])
+        terms = [*terms, *(_image_term(x) for x in like), *(Term(t, "text", -1.0)
+                                                          for t in unlike if t.strip())]
+        if not any(t.weight > 0 for t in terms):
+            raise XmodalError(
+                "the search query is empty: give a sentence such as 'a dog on a beach'"
+            )
         self._check_model()
-        among = None
-        if under is not None:
-            folder = os.path.abspath(Path(under).expanduser())
-            among = self.store.ids_under(folder)
-            if not len(among):
-                raise XmodalError(f"no indexed photo is inside {folder}")
+        filters = filters or PhotoFilter()
+        among = filters.ids(self.store)
+        if among is not None and not len(among):
+            raise filters.nothing_passes(self.store)
         with one_thread(self.model):
-            q = self._embed_text(text.strip())
-            scores, ids = self.ann.search(q, 2 * (k + offset) + 10, among=among)
-        return self._results(scores[0], ids[0])[offset : offset + k]
+            vectors, skip, skip_hashes = self._term_vectors(terms)
+            q = combine(vectors, [t.weight for t in terms])
+            texts = [i for i, t in enumerate(terms) if t.kind == "text" and t.weight > 0]
+            sentence = combine(vectors[texts], [terms[i].weight for i in texts]) \
+                if texts else None
+            pool = max(k + offset, DATE_SORT_POOL) if sort != "relevance" else k + offset
+            scores, ids = self.ann.search(q, 2 * pool + 10 + len(skip), among=among)
+        ranked = self._results(scores[0], ids[0], skip, skip_hashes)
+        calibrator = self._calibrator() if sentence is not None else None
+        if calibrator is not None:
+            exact = len(terms) == 1  # the ranking score is the sentence's own cosine
+            sims = ([r.score for r in ranked] if exact else
+                    self._cosines(sentence, [r for r in ranked]))
+            for r, p in zip(ranked, calibrator.probability(np.asarray(sims, np.float64))):
+                r.relevance = round(float(p), 4)
+            cutoff = calibrator.threshold if min_relevance is None else min_relevance
+        else:
+            cutoff = min_relevance or None
+        passing = ranked if cutoff is None else [r for r in ranked if _value(r) >= cutoff]
+        window = ranked[:offset + k] if sort == "relevance" else ranked[:pool]
+        shown = {id(r) for r in passing}
+        failed = [r for r in window if id(r) not in shown]
+        if sort != "relevance":
+            self._attach_metadata(passing[:pool])
+            passing = _by_date(passing[:pool], newest=sort == "date")
+        page = passing[offset:offset + k]
+        self._attach_metadata(page + failed[:1])
+        return SearchAnswer(
+            page, [t.describe() for t in terms], filters.to_dict(), sort, cutoff,
+            calibrator is not None, len(failed), failed[0] if failed else None,
+            None if among is None else len(among))
 
-    def _embed_text(self, text: str) -> np.ndarray:
-        return _embed_texts(self.model, [text])
-
-    def similar(self, image: str | os.PathLike, k: int = 10) -> list[SearchResult]:
-        """Photos like ``image``: an indexed path (its stored vector) or any image file."""
-        self._check_model()
-        given = Path(image).expanduser()
-        path = os.path.abspath(given)
-        fid = self.store.file_id(path)
-        if fid is None:
-            path = str(given.resolve())
-            fid = self.store.file_id(path)
-        vec = self.store.vector_of(fid, self.model_id) if fid is not None else None
-        if vec is None:
-            img, reason = load_checked(path) if Path(path).is_file() else (None, "file not found")
-            if img is None:
-                raise XmodalError(f"cannot use {image} as an example: {reason}")
-            with one_thread(self.model):
+    def _term_vectors(self, terms: list[Term]) -> tuple[np.ndarray, set[int], set[str]]:
+        """Unit vectors of the terms (texts in one batch; indexed images from the store), and
+        the indexed example photos (ids, contents) that the results leave out."""
+        vectors: list[np.ndarray | None] = [None] * len(terms)
+        texts = [i for i, t in enumerate(terms) if t.kind == "text"]
+        if texts:
+            for i, v in zip(texts, _embed_texts(self.model, [terms[i].value for i in texts])):
+                vectors[i] = v
+        skip: set[int] = set()
+        skip_hashes: set[str] = set()
+        for i, t in enumerate(terms):
+            if t.kind != "image":
+                continue
+            fid, vec = self._indexed_vector(t.value)
+            if fid is not None and t.weight > 0:
+                skip.add(fid)
+                own = self.store.hashes([fid]).get(fid)
+                if own:
+                    skip_hashes.add(own)
+            if vec is None:
+                img = t.value
+                if not hasattr(img, "convert"):
+                    path = str(Path(img).expanduser())
+                    img, reason = (load_checked(path) if Path(path).is_file()
+                                   else (None, "file not found"))
+                    if img is None:
+                        raise XmodalError(f"cannot use {t.value} as an example: {reason}")
                 vec = self._embed([img])[0]
-        scores, ids = self.ann.search(vec[None, :], 2 * k + 10)
-        skip = {fid} if fid is not None else set()
-        own = self.store.hashes([fid]).get(fid) if fid is not None else None
-        return self._results(scores[0], ids[0], skip, {own} if own else set())[:k]
+            vectors[i] = vec
+        return np.stack(vectors).astype(np.float32), skip, skip_hashes
+
+    def _indexed_vector(self, image: Any) -> tuple[int | None, np.ndarray | None]:
+        """(file id, stored vector) of an indexed photo given by path; (None, None) else."""
+        if hasattr(image, "convert"):
+            return None, None
+        given = Path(image).expanduser()
+        fid = self.store.file_id(os.path.abspath(given))
+        if fid is None and given.exists():
+            fid = self.store.file_id(str(given.resolve()))
+        vec = self.store.vector_of(fid, self.model_id) if fid is not None else None
+        return fid, vec
+
+    def _cosines(self, query: np.ndarray, results: list[SearchResult]) -> list[float]:
+        ids = {r.path: self.store.file_id(r.path) for r in results}
+        vecs = self.store.vectors_of([i for i in ids.values() if i is not None], self.model_id)
+        return [float(vecs[ids[r.path]] @ query[0]) if ids[r.path] in vecs else r.score
+                for r in results]
+
+    def _calibrator(self):
+        try:
+            from xmodal.index.calibration import load_calibrator
+        except ImportError:
+            return None
+        return load_calibrator(self.model_id)
+
+    def _attach_metadata(self, results: list[SearchResult]) -> None:
+        by_path = {r.path: r for r in results}
+        ids = {self.store.file_id(p): p for p in by_path}
+        for fid, row in self.store.metadata([i for i in ids if i is not None]).items():
+            r = by_path[row["path"]]
+            r.taken_at, r.date_source = row["taken_at"], row["date_source"]
+            r.camera, r.width, r.height = row["camera"], row["width"], row["height"]
+            r.place = ", ".join(p for p in (row["city"], row["region"], row["country"]) if p) \
+                or None
+
+    def facets(self) -> dict[str, list[dict]]:
+        """Years, places and cameras of the searchable photos, with counts."""
+        return self.store.facets()
 
     def describe(self, image: Any, captions: list[str], k: int = 5) -> list[tuple[str, float]]:
         """Rank a pool of captions for one image (image annotation, Hodosh style)."""
@@ -476,17 +687,41 @@ class PhotoIndex:
         }
 
 
+def _image_term(image: Any) -> Term:
+    if isinstance(image, str):
+        from xmodal.index.query import term
+
+        return term(image, kind="image")
+    return Term(image, "image")
+
+
+def _value(result: SearchResult) -> float:
+    """What the cutoff compares: the calibrated relevance when there is one, else the score."""
+    return result.relevance if result.relevance is not None else result.score
+
+
+def _by_date(results: list[SearchResult], newest: bool) -> list[SearchResult]:
+    """Results ordered by the date taken (dateless photos last), ties by relevance."""
+    dated = [r for r in results if r.taken_at]
+    dated.sort(key=lambda r: r.taken_at, reverse=newest)
+    return dated + [r for r in results if not r.taken_at]
+
+
 @dataclass
 class _Loaded:
-    """One batch, read and decoded: what to embed, what to skip, what only moved in time."""
+    """One batch, read and decoded: what to embed, what to skip, what only moved in time, what
+    is indexed already under another path, and every readable file's metadata."""
 
     good: list[tuple[Any, str, Any, Any]] = field(default_factory=list)  # info, sha1, rec, image
     bad: list[tuple[Any, str | None, Any, str]] = field(default_factory=list)  # ..., reason
     same: list[tuple[Any, Any]] = field(default_factory=list)  # info, rec: same content
+    known: list[tuple[Any, str, Any]] = field(default_factory=list)  # info, sha1, rec
+    meta: dict[str, PhotoMeta] = field(default_factory=dict)  # by path
 
 
-def _load_batch(batch: list[tuple[Any, Any]], mid: str) -> _Loaded:
-    """Read each file once: hash its bytes, then decode them (unless the content is unchanged)."""
+def _load_batch(batch: list[tuple[Any, Any]], mid: str, indexed: set[str]) -> _Loaded:
+    """Read each file once: hash its bytes, read its metadata, then decode them unless the
+    content is unchanged or indexed already (``indexed``: SHA-1s with a vector of ``mid``)."""
     out = _Loaded()
     for info, rec in batch:
         data, reason = read_bytes(info.path)
@@ -496,12 +731,15 @@ def _load_batch(batch: list[tuple[Any, Any]], mid: str) -> _Loaded:
         sha1 = hashlib.sha1(data).hexdigest()
         if rec is not None and rec.sha1 == sha1 and rec.vector_model == mid:
             out.same.append((info, rec))
-            continue
-        image, reason = load_checked(info.path, data)
-        if image is None:
-            out.bad.append((info, sha1, rec, reason))
+        elif sha1 in indexed:
+            out.known.append((info, sha1, rec))
         else:
+            image, reason = load_checked(info.path, data)
+            if image is None:
+                out.bad.append((info, sha1, rec, reason))
+                continue
             out.good.append((info, sha1, rec, image))
+        out.meta[info.path] = read_metadata(info.path, data, info.mtime_ns)
     return out
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+import unicodedata
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -19,6 +20,19 @@ from pathlib import Path
 import numpy as np
 
 from xmodal.errors import XmodalError
+from xmodal.index.metadata import PhotoMeta
+
+
+def fold(text: str) -> str:
+    """Case- and accent-insensitive form of a name: 'São Paulo' and 'sao paulo' match."""
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).strip()
+
+
+def place_key(*names: str | None) -> str | None:
+    """'|lisbon|lisbon|portugal|pt|': every name of a place, folded, for exact-name lookups."""
+    parts = [fold(n) for n in names if n]
+    return "|" + "|".join(parts) + "|" if parts else None
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -46,7 +60,31 @@ CREATE TABLE IF NOT EXISTS captions (
     text TEXT NOT NULL,
     UNIQUE (file_id, text)
 );
+CREATE TABLE IF NOT EXISTS photo_meta (
+    file_id INTEGER PRIMARY KEY REFERENCES files(id) ON DELETE CASCADE,
+    version INTEGER NOT NULL,
+    taken_at TEXT,
+    utc_offset TEXT,
+    date_source TEXT,
+    camera_make TEXT,
+    camera_model TEXT,
+    camera TEXT,
+    lat REAL,
+    lon REAL,
+    orientation INTEGER,
+    city TEXT,
+    region TEXT,
+    country TEXT,
+    country_code TEXT,
+    place_key TEXT,
+    camera_key TEXT
+);
+CREATE INDEX IF NOT EXISTS photo_meta_taken ON photo_meta(taken_at);
 """
+
+# Bumped when metadata extraction changes: rows of an older version are read again (without
+# re-embedding) by the next 'xmodal index'.
+METADATA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -148,6 +186,27 @@ class Store:
             (file_id, model, np.asarray(vec, np.float32).tobytes()),
         )
 
+    def put_metadata(self, conn, file_id: int, meta: PhotoMeta) -> None:
+        conn.execute(
+            "INSERT OR REPLACE INTO photo_meta(file_id, version, taken_at, utc_offset, "
+            "date_source, camera_make, camera_model, camera, lat, lon, orientation, city, region, "
+            "country, country_code, place_key, camera_key) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (file_id, METADATA_VERSION, meta.taken_at, meta.utc_offset, meta.date_source,
+             meta.camera_make, meta.camera_model, meta.camera, meta.lat, meta.lon,
+             meta.orientation, meta.city, meta.region, meta.country, meta.country_code,
+             place_key(meta.city, meta.region, meta.country, meta.country_code),
+             fold(meta.camera) if meta.camera else None),
+        )
+
+    def without_metadata(self) -> list[tuple[int, str, int]]:
+        """(id, path, mtime_ns) of searchable files whose metadata is missing or out of date."""
+        return self.conn.execute(
+            "SELECT f.id, f.path, f.mtime_ns FROM files f LEFT JOIN photo_meta m "
+            "ON m.file_id = f.id WHERE f.status = 'ok' AND (m.file_id IS NULL OR m.version < ?) "
+            "ORDER BY f.id", (METADATA_VERSION,)
+        ).fetchall()
+
     def drop_vector(self, conn, file_id: int) -> None:
         conn.execute("DELETE FROM vectors WHERE file_id = ?", (file_id,))
 
@@ -212,6 +271,36 @@ class Store:
             out.setdefault(sha1, []).append(path)
         return out
 
+    def hashes_with_vector(self, model: str) -> set[str]:
+        """Content hashes of the files that have a vector of ``model``."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT f.sha1 FROM files f JOIN vectors v ON v.file_id = f.id "
+            "WHERE v.model = ? AND f.sha1 IS NOT NULL", (model,))
+        return {r[0] for r in rows}
+
+    def vector_by_hash(self, sha1: str, model: str) -> np.ndarray | None:
+        """The vector of ``model`` of any file with this content, or None."""
+        row = self.conn.execute(
+            "SELECT v.vec FROM files f JOIN vectors v ON v.file_id = f.id "
+            "WHERE f.sha1 = ? AND v.model = ? LIMIT 1", (sha1, model)).fetchone()
+        return None if row is None else np.frombuffer(row[0], dtype=np.float32).copy()
+
+    def size_by_hash(self, sha1: str) -> tuple[int | None, int | None]:
+        row = self.conn.execute(
+            "SELECT width, height FROM files WHERE sha1 = ? AND width IS NOT NULL LIMIT 1",
+            (sha1,)).fetchone()
+        return (row[0], row[1]) if row else (None, None)
+
+    def vectors_of(self, ids: Iterable[int], model: str) -> dict[int, np.ndarray]:
+        ids = [int(i) for i in ids]
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        rows = self.conn.execute(
+            f"SELECT file_id, vec FROM vectors WHERE model = ? AND file_id IN ({marks})",
+            [model, *ids])
+        return {i: np.frombuffer(b, dtype=np.float32) for i, b in rows}
+
     def all_paths(self) -> list[tuple[int, str]]:
         return self.conn.execute("SELECT id, path FROM files ORDER BY id").fetchall()
 
@@ -235,6 +324,62 @@ class Store:
                 "SELECT COUNT(*) FROM vectors WHERE model != ?", (model,)
             ).fetchone()[0],
             "captions": q("SELECT COUNT(*) FROM captions").fetchone()[0],
+        }
+
+    def metadata(self, ids: Iterable[int]) -> dict[int, dict]:
+        """Per file id: path, width, height, bytes and the photo metadata columns."""
+        ids = [int(i) for i in ids]
+        if not ids:
+            return {}
+        marks = ",".join("?" * len(ids))
+        cur = self.conn.execute(
+            f"SELECT f.id, f.path, f.width, f.height, f.size, m.taken_at, m.utc_offset, "
+            f"m.date_source, m.camera, m.lat, m.lon, m.city, m.region, m.country "
+            f"FROM files f LEFT JOIN photo_meta m ON m.file_id = f.id WHERE f.id IN ({marks})",
+            ids)
+        names = [d[0] for d in cur.description]
+        return {row[0]: dict(zip(names[1:], row[1:])) for row in cur.fetchall()}
+
+    def ids_matching(self, where: list[str], params: list) -> np.ndarray:
+        """Ids of the searchable files (with a vector) meeting every SQL condition in ``where``
+        (over ``files f`` and ``photo_meta m``)."""
+        sql = ("SELECT f.id FROM files f JOIN vectors v ON v.file_id = f.id "
+               "LEFT JOIN photo_meta m ON m.file_id = f.id")
+        if where:
+            sql += " WHERE " + " AND ".join(f"({w})" for w in where)
+        rows = self.conn.execute(sql + " ORDER BY f.id", params).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
+
+    def positions(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ids, lat, lon) of those of ``ids`` whose position is known."""
+        ids = [int(i) for i in ids]
+        out = []
+        for start in range(0, len(ids), 30_000):  # SQLite's limit on bound parameters
+            part = ids[start:start + 30_000]
+            marks = ",".join("?" * len(part))
+            out += self.conn.execute(
+                f"SELECT file_id, lat, lon FROM photo_meta WHERE lat IS NOT NULL "
+                f"AND file_id IN ({marks})", part).fetchall()
+        arr = np.array(out, dtype=np.float64).reshape(-1, 3)
+        return arr[:, 0].astype(np.int64), arr[:, 1], arr[:, 2]
+
+    def facets(self) -> dict[str, list[dict]]:
+        """Counts of searchable photos per year, place (city, country) and camera."""
+        q = self.conn.execute
+        base = "FROM files f JOIN vectors v ON v.file_id = f.id " \
+               "LEFT JOIN photo_meta m ON m.file_id = f.id"
+        years = q(f"SELECT substr(m.taken_at, 1, 4) y, COUNT(*) {base} GROUP BY y "
+                  "ORDER BY y IS NULL, y DESC").fetchall()
+        places = q(f"SELECT m.city, m.region, m.country, COUNT(*) n {base} "
+                   "WHERE m.country IS NOT NULL GROUP BY m.city, m.region, m.country "
+                   "ORDER BY n DESC, m.country, m.city").fetchall()
+        cameras = q(f"SELECT m.camera, COUNT(*) n {base} GROUP BY m.camera "
+                    "ORDER BY m.camera IS NULL, n DESC, m.camera").fetchall()
+        return {
+            "years": [{"year": y, "count": n} for y, n in years],
+            "places": [{"city": c, "region": r, "country": k, "count": n}
+                       for c, r, k, n in places],
+            "cameras": [{"camera": c, "count": n} for c, n in cameras],
         }
 
     def skipped(self) -> list[tuple[str, str]]:
