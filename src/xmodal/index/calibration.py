@@ -1,0 +1,108 @@
+"""Calibrated relevance for photo search: the probability that a person calls a photo a match.
+
+A :class:`Calibrator` maps the raw score of ``xmodal search`` (the inner product of the text
+vector and the indexed image vector) to the probability that a person would call the photo a
+match for the sentence. It is a monotone step function stored as breakpoints and evaluated with
+linear interpolation between them (clipped at both ends), so searching needs numpy only.
+
+The default model's calibrator ships as ``xmodal/assets/dual/calibration.json``; it is fitted on
+Flickr8K's crowd and expert judgments by :mod:`xmodal.recipes.calibration`
+(``python -m xmodal.recipes.calibration``). :func:`load_calibrator` returns it only for the
+model it was fitted for: scores of another model mean something else, so other models get
+``None`` (no cutoff).
+
+Use::
+
+    cal = load_calibrator(index.model_id)
+    if cal is not None:
+        p = cal.probability(np.array([r.score for r in results]))
+        shown = p >= (min_score if min_score is not None else cal.threshold)
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xmodal.errors import XmodalError
+
+ASSET = Path(__file__).resolve().parents[1] / "assets" / "dual" / "calibration.json"
+
+
+@dataclass
+class Calibrator:
+    """Breakpoints of a non-decreasing map from raw scores to match probabilities."""
+
+    model_id: str
+    scores: list[float]  # strictly increasing raw scores
+    probabilities: list[float]  # non-decreasing, in [0, 1], one per score
+    threshold: float  # the default minimum probability for a result to be shown
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        s = np.asarray(self.scores, dtype=np.float64)
+        p = np.asarray(self.probabilities, dtype=np.float64)
+        if s.ndim != 1 or s.shape != p.shape or len(s) < 1:
+            raise XmodalError("calibration: scores and probabilities must be two lists of the "
+                              "same non-zero length")
+        if not (np.all(np.isfinite(s)) and np.all(np.isfinite(p))):
+            raise XmodalError("calibration: breakpoints must be finite numbers")
+        if np.any(np.diff(s) <= 0):
+            raise XmodalError("calibration: breakpoint scores must be strictly increasing")
+        if np.any(np.diff(p) < 0) or p[0] < 0 or p[-1] > 1:
+            raise XmodalError("calibration: probabilities must be non-decreasing within [0, 1]")
+        if not 0.0 <= float(self.threshold) <= 1.0:
+            raise XmodalError("calibration: the threshold is a probability in [0, 1]")
+        self._s, self._p = s, p
+
+    def probability(self, scores: np.ndarray) -> np.ndarray:
+        """Match probabilities of raw scores (any shape), interpolated between the breakpoints
+        and held constant beyond the first and last."""
+        x = np.asarray(scores, dtype=np.float64)
+        return np.clip(np.interp(x, self._s, self._p), 0.0, 1.0)
+
+    def min_raw_score(self, min_probability: float | None = None) -> float:
+        """The smallest raw score whose probability reaches ``min_probability`` (default: the
+        threshold); ``inf`` when no score does."""
+        t = self.threshold if min_probability is None else float(min_probability)
+        reach = np.flatnonzero(self._p >= t)
+        if not len(reach):
+            return float("inf")
+        j = int(reach[0])
+        if j == 0 or self._p[j] == self._p[j - 1]:
+            return float(self._s[j])
+        # linear piece between breakpoints j-1 and j
+        frac = (t - self._p[j - 1]) / (self._p[j] - self._p[j - 1])
+        return float(self._s[j - 1] + frac * (self._s[j] - self._s[j - 1]))
+
+    def to_json(self) -> str:
+        d = asdict(self)
+        d["scores"] = [float(x) for x in self.scores]
+        d["probabilities"] = [float(x) for x in self.probabilities]
+        d["threshold"] = float(self.threshold)
+        return json.dumps(d, indent=1) + "\n"
+
+    @classmethod
+    def from_json(cls, text: str) -> Calibrator:
+        try:
+            d = json.loads(text)
+            return cls(model_id=str(d["model_id"]), scores=list(d["scores"]),
+                       probabilities=list(d["probabilities"]), threshold=float(d["threshold"]),
+                       provenance=dict(d.get("provenance") or {}))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise XmodalError(f"calibration file is not well formed: {exc}") from exc
+
+
+def load_calibrator(model_id: str, path: str | Path | None = None) -> Calibrator | None:
+    """The calibrator at ``path`` (default: the shipped one) when it was fitted for
+    ``model_id``, else ``None`` (no cutoff)."""
+    try:
+        text = Path(path or ASSET).read_text()
+    except OSError:
+        return None
+    cal = Calibrator.from_json(text)
+    return cal if cal.model_id == model_id else None

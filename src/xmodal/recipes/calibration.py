@@ -1,0 +1,581 @@
+"""The calibrated "no good match" cutoff of photo search (issue 31, item 4).
+
+Fits the map from the default model's search score to the probability that a person calls the
+photo a match for the sentence (:class:`xmodal.index.calibration.Calibrator`), chooses the
+default minimum probability, and measures both once on held-out judgments.
+
+**Judgments.** Flickr8K's human judgments cover its 1,000 test images only (Hodosh et al. 2013):
+``CrowdFlowerAnnotations.txt`` (47,830 image-caption pairs, three or more yes/no votes) and
+``ExpertAnnotations.txt`` (5,822 pairs, three expert scores 1-4). The captions are ``#2``
+captions of test images. One labelled set of distinct (image, caption) pairs is built:
+
+* a crowd pair is a match when its yes fraction is at least 0.5 (``CROWD_MATCH``; with it the
+  crowd adds exactly the paper's 2,031 relevant pairs to the 1,000 original ones);
+* an expert pair is a match when the mean of its three scores is at least 3 (``EXPERT_MATCH``:
+  at worst "minor errors");
+* a pair judged by both (2,329 pairs) takes the **expert** label: experts graded each pair on a
+  four-point scale, the crowd answered yes/no. It counts once. The agreement of the two labels on
+  these pairs (fitting half only) is recorded.
+
+**Split.** The judged photos (the 1,000 test images) are shuffled with ``SEED`` and cut in two
+halves: every pair of a photo belongs to that photo's half, so no photo is in both. Captions
+are texts, not photos, and may be judged against photos of both halves; the calibrator is a
+one-dimensional map of the score, so it cannot memorise a caption.
+
+**Fitting half only**: the calibrator family (isotonic regression or Platt's sigmoid, the one
+with the lower Brier score in 5-fold cross-validation grouped by photo), its fit, and the
+default threshold. Threshold rule: among the probabilities the fitted calibrator gives the
+fitting pairs, the one that maximises the smaller margin to the targets,
+``min(precision - 0.8, recall - 0.7)`` of "shown" (= probability >= threshold) on the fitting
+half; on ties the one with the larger other margin, then the lowest.
+
+**Evaluation half, once**: expected calibration error over ``N_BINS`` equal-mass bins
+(quantile edges of the predicted probability; pairs with the same prediction stay in one bin,
+so bins can merge; ECE = sum over bins of bin share x |mean prediction - match rate|), the
+same with equal-width bins, Brier score, and precision / recall of "shown" at the default
+threshold, overall and per judgment source.
+
+**The score** is exactly the one ``xmodal search`` ranks by for the default model: the inner
+product of the sentence's vector (embedded alone, as a query is) and the image's vector, the
+image decoded and shrunk by :func:`xmodal.index.scan.load_checked` and embedded in batches of
+16 with the feature cache off, as indexing does. A check indexes a few of the photos with a real
+:class:`xmodal.index.photo_index.PhotoIndex` and compares its search scores with ours.
+
+Writes ``benchmarks/results/calibration.json`` (numbers + provenance), the shipped asset
+``xmodal/assets/dual/calibration.json`` and the figure ``docs/calibration.png`` (rendered from
+the results JSON only). Run::
+
+    nice python -m xmodal.recipes.calibration [--data DIR] [--cache DIR]
+    python -m xmodal.recipes.calibration --fit-only     # fitting half only; nothing written
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xmodal.errors import XmodalError
+from xmodal.index.calibration import ASSET, Calibrator
+
+SEED = 0
+N_BINS = 10
+CV_FOLDS = 5
+CROWD_MATCH = 0.5  # yes fraction at or above: a match
+EXPERT_MATCH = 3.0  # mean expert score at or above: a match
+TARGET_PRECISION = 0.8
+TARGET_RECALL = 0.7
+TARGET_ECE = 0.05
+EMBED_BATCH = 16  # as the photo index embeds (xmodal.index.photo_index.BATCH)
+PLATT_GRID = np.linspace(-1.0, 1.0, 401)  # scores are cosines of unit vectors
+RESULT = "calibration"
+REPO = Path(__file__).resolve().parents[3]
+FIGURE = REPO / "docs" / "calibration.png"
+
+
+# ----- judgments and split ----------------------------------------------------------------------
+@dataclass(frozen=True)
+class JudgedPair:
+    image_id: str
+    caption_id: str
+    label: int  # 1: a person calls the photo a match for the caption
+    source: str  # "crowd", "expert" or "both" (then the expert label)
+    crowd_label: int | None = None  # the crowd's label of a pair judged by both
+
+
+def judged_pairs(expert, crowd) -> list[JudgedPair]:
+    """One labelled pair per distinct (image, caption), sorted; see the module docstring."""
+    crowd_by = {(c.image_id, c.caption_id): int(c.yes_fraction >= CROWD_MATCH) for c in crowd}
+    expert_by = {(e.image_id, e.caption_id): int(e.mean >= EXPERT_MATCH) for e in expert}
+    if len(crowd_by) != len(crowd) or len(expert_by) != len(expert):
+        raise XmodalError("a judgment file lists a pair twice")
+    out = []
+    for key in sorted(crowd_by.keys() | expert_by.keys()):
+        if key in expert_by and key in crowd_by:
+            out.append(JudgedPair(*key, expert_by[key], "both", crowd_by[key]))
+        elif key in expert_by:
+            out.append(JudgedPair(*key, expert_by[key], "expert"))
+        else:
+            out.append(JudgedPair(*key, crowd_by[key], "crowd"))
+    return out
+
+
+def split_images(image_ids, seed: int = SEED) -> tuple[list[str], list[str]]:
+    """(fitting half, evaluation half) of the distinct ``image_ids``, each sorted: a fixed
+    permutation of the sorted ids; the fitting half gets the smaller half of an odd count."""
+    ids = sorted(set(image_ids))
+    order = np.random.default_rng(seed).permutation(len(ids))
+    half = len(ids) // 2
+    return sorted(ids[i] for i in order[:half]), sorted(ids[i] for i in order[half:])
+
+
+def pair_arrays(pairs: list[JudgedPair], s: np.ndarray, image_ids: list[str],
+                caption_ids: list[str]) -> tuple[np.ndarray, ...]:
+    """(scores, labels, sources, photo ids) of ``pairs``, scores read from ``S[image, caption]``
+    whose rows and columns are ``image_ids`` and ``caption_ids``."""
+    row = {i: k for k, i in enumerate(image_ids)}
+    col = {c: k for k, c in enumerate(caption_ids)}
+    scores = np.array([s[row[p.image_id], col[p.caption_id]] for p in pairs], np.float64)
+    return (scores, np.array([p.label for p in pairs], np.int64),
+            np.array([p.source for p in pairs]), np.array([p.image_id for p in pairs]))
+
+
+# ----- metrics -----------------------------------------------------------------------------------
+def equal_mass_bins(prob: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:
+    """Bin index of each prediction: quantile edges, equal predictions in one bin."""
+    prob = np.asarray(prob, dtype=np.float64)
+    edges = np.unique(np.quantile(prob, np.linspace(0, 1, n_bins + 1)[1:-1]))
+    return np.searchsorted(edges, prob, side="right")
+
+
+def equal_width_bins(prob: np.ndarray, n_bins: int = N_BINS) -> np.ndarray:
+    return np.minimum((np.asarray(prob, dtype=np.float64) * n_bins).astype(int), n_bins - 1)
+
+
+def reliability(prob: np.ndarray, labels: np.ndarray, bins: np.ndarray) -> list[dict]:
+    """Per non-empty bin: count, mean prediction and observed match rate."""
+    prob, labels = np.asarray(prob, np.float64), np.asarray(labels, np.float64)
+    rows = []
+    for b in np.unique(bins):
+        m = bins == b
+        rows.append({"n": int(m.sum()), "predicted": float(prob[m].mean()),
+                     "observed": float(labels[m].mean())})
+    return rows
+
+
+def expected_calibration_error(prob: np.ndarray, labels: np.ndarray,
+                               binning: str = "mass", n_bins: int = N_BINS) -> float:
+    """Sum over bins of (bin share) x |mean prediction - match rate|; ``binning`` is "mass"
+    (:func:`equal_mass_bins`) or "width" (equal-width bins over [0, 1])."""
+    prob = np.asarray(prob, np.float64)
+    if not len(prob):
+        raise XmodalError("expected calibration error of no predictions")
+    bins = equal_mass_bins(prob, n_bins) if binning == "mass" else equal_width_bins(prob, n_bins)
+    rows = reliability(prob, labels, bins)
+    return float(sum(r["n"] * abs(r["predicted"] - r["observed"]) for r in rows) / len(prob))
+
+
+def shown_metrics(prob: np.ndarray, labels: np.ndarray, threshold: float) -> dict[str, Any]:
+    """Precision and recall of "shown" (probability >= threshold), with the counts."""
+    prob, labels = np.asarray(prob, np.float64), np.asarray(labels).astype(bool)
+    shown = prob >= threshold
+    n_shown, n_match = int(shown.sum()), int(labels.sum())
+    tp = int((shown & labels).sum())
+    return {"pairs": len(prob), "matches": n_match, "shown": n_shown, "shown_matches": tp,
+            "precision": tp / n_shown if n_shown else float("nan"),
+            "recall": tp / n_match if n_match else float("nan")}
+
+
+def brier(prob: np.ndarray, labels: np.ndarray) -> float:
+    return float(np.mean((np.asarray(prob, np.float64) - np.asarray(labels, np.float64)) ** 2))
+
+
+# ----- fitting -----------------------------------------------------------------------------------
+def fit_isotonic(scores: np.ndarray, labels: np.ndarray) -> tuple[list[float], list[float]]:
+    """Breakpoints of ``IsotonicRegression(out_of_bounds="clip")`` fitted to the pairs;
+    :meth:`Calibrator.probability` (linear between them, constant outside) is its ``predict``."""
+    from sklearn.isotonic import IsotonicRegression
+
+    iso = IsotonicRegression(out_of_bounds="clip", y_min=0.0, y_max=1.0)
+    iso.fit(np.asarray(scores, np.float64), np.asarray(labels, np.float64))
+    return iso.X_thresholds_.tolist(), iso.y_thresholds_.tolist()
+
+
+def fit_platt(scores: np.ndarray, labels: np.ndarray) -> tuple[list[float], list[float]]:
+    """Platt's sigmoid (logistic regression on the score, practically unpenalised), tabulated
+    on ``PLATT_GRID`` so that the same :class:`Calibrator` evaluates it (linear between grid
+    points 0.005 apart: within 3e-4 of the sigmoid for slopes up to 30)."""
+    from sklearn.linear_model import LogisticRegression
+
+    lr = LogisticRegression(C=1e10)
+    lr.fit(np.asarray(scores, np.float64).reshape(-1, 1), np.asarray(labels, int))
+    p = lr.predict_proba(PLATT_GRID.reshape(-1, 1))[:, 1]
+    return PLATT_GRID.tolist(), np.maximum.accumulate(p).tolist()
+
+
+FITTERS = {"isotonic": fit_isotonic, "platt": fit_platt}
+
+
+def cross_validated_brier(scores, labels, groups, method: str, folds: int = CV_FOLDS,
+                          seed: int = SEED) -> float:
+    """Brier score of out-of-fold predictions, folds grouped by photo."""
+    from sklearn.model_selection import GroupKFold
+
+    scores, labels = np.asarray(scores, np.float64), np.asarray(labels, np.float64)
+    groups = np.asarray(groups)
+    # GroupKFold is deterministic; shuffle the photos first so folds do not follow id order
+    names = np.unique(groups)
+    rank = dict(zip(names, np.random.default_rng(seed).permutation(len(names))))
+    shuffled = np.array([rank[g] for g in groups])
+    pred = np.empty_like(scores)
+    for tr, te in GroupKFold(n_splits=folds).split(scores, labels, shuffled):
+        s, p = FITTERS[method](scores[tr], labels[tr])
+        pred[te] = Calibrator("cv", s, p, 0.5).probability(scores[te])
+    return brier(pred, labels)
+
+
+def choose_threshold(prob: np.ndarray, labels: np.ndarray,
+                     precision: float = TARGET_PRECISION, recall: float = TARGET_RECALL) -> float:
+    """The candidate (a predicted probability) maximising the smaller margin,
+    min(precision - target, recall - target), of "shown"; on ties the larger other margin,
+    then the lowest candidate."""
+    prob, labels = np.asarray(prob, np.float64), np.asarray(labels).astype(bool)
+    if not labels.any():
+        raise XmodalError("no matches to choose a threshold from")
+    cands = np.unique(prob)  # ascending
+    # shown(t) = prob >= t: count from the top with cumulative sums over descending prob
+    order = np.argsort(-prob, kind="stable")
+    tp_cum, n_cum = np.cumsum(labels[order]), np.arange(1, len(prob) + 1)
+    # for candidate c: number shown = count(prob >= c) = index of last element >= c in desc
+    n_shown = len(prob) - np.searchsorted(np.sort(prob), cands, side="left")
+    tp = tp_cum[n_shown - 1]
+    prec, rec = tp / n_cum[n_shown - 1], tp / labels.sum()
+    lo = np.minimum(prec - precision, rec - recall)
+    hi = np.maximum(prec - precision, rec - recall)
+    best = np.flatnonzero(lo == lo.max())
+    return float(cands[best[int(np.argmax(hi[best]))]])
+
+
+def fit_calibrator(scores, labels, groups, model_id: str) -> tuple[Calibrator, dict]:
+    """Choose the family by grouped CV, fit it and the threshold; all on the given pairs."""
+    cv = {m: cross_validated_brier(scores, labels, groups, m) for m in FITTERS}
+    method = min(cv, key=lambda m: (cv[m], m))
+    s, p = FITTERS[method](scores, labels)
+    cal = Calibrator(model_id, s, p, 0.5)
+    cal.threshold = choose_threshold(cal.probability(scores), labels)
+    return cal, {"method": method, "cv_brier": cv}
+
+
+def describe_half(cal: Calibrator, scores, labels, sources) -> dict[str, Any]:
+    prob = cal.probability(scores)
+    sources = np.asarray(sources)
+    out = {
+        "ece_equal_mass": expected_calibration_error(prob, labels, "mass"),
+        "ece_equal_width": expected_calibration_error(prob, labels, "width"),
+        "brier": brier(prob, labels),
+        "base_rate": float(np.mean(labels)),
+        "at_threshold": shown_metrics(prob, labels, cal.threshold),
+        "by_source": {name: shown_metrics(prob[m], np.asarray(labels)[m], cal.threshold)
+                      for name, m in (("crowd_only", sources == "crowd"),
+                                      ("expert_judged", sources != "crowd"))},
+        "reliability_equal_mass": reliability(prob, labels, equal_mass_bins(prob)),
+        "reliability_equal_width": reliability(prob, labels, equal_width_bins(prob)),
+        "probability_histogram": np.histogram(prob, bins=20, range=(0, 1))[0].tolist(),
+    }
+    return out
+
+
+# ----- scores ------------------------------------------------------------------------------------
+def score_matrix(model, data, image_ids: list[str], caption_ids: list[str],
+                 cache: Path | None = None) -> np.ndarray:
+    """``S[image, caption]``: the search score of each caption for each photo, cached in
+    ``cache`` (``scores-<model id>.npy`` + the ids in ``.json``) when given."""
+    from xmodal.index.photo_index import model_id as mid
+    from xmodal.index.scan import load_checked
+    from xmodal.reproduce.output import log
+
+    key = mid(model, None)
+    if cache is not None:
+        saved = cached_scores(key, cache)
+        if saved is not None and saved[1:] == (image_ids, caption_ids):
+            return saved[0]
+    t0 = time.time()
+    img_vecs = []
+    for start in range(0, len(image_ids), EMBED_BATCH):
+        batch = []
+        for i in image_ids[start:start + EMBED_BATCH]:
+            img, reason = load_checked(str(data.image_path(i)))
+            if img is None:
+                raise XmodalError(f"cannot read {data.image_path(i)}: {reason}")
+            batch.append(img)
+        img_vecs.append(np.asarray(model.embed_images(batch, progress=False, cache=False),
+                                   np.float32))
+    log(f"embedded {len(image_ids)} photos in {time.time() - t0:.0f} s")
+    t0 = time.time()
+    txt = np.concatenate([np.asarray(model.embed_texts([data.caption(c).text.strip()],
+                                                       progress=False), np.float32)
+                          for c in caption_ids])
+    log(f"embedded {len(caption_ids)} captions one by one in {time.time() - t0:.0f} s")
+    s = np.concatenate(img_vecs) @ txt.T
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        np.save(cache / f"scores-{key}.npy", s)
+        (cache / f"scores-{key}.json").write_text(
+            json.dumps({"images": image_ids, "captions": caption_ids}))
+    return s
+
+
+def cached_scores(model_id: str, cache: Path) -> tuple[np.ndarray, list[str], list[str]] | None:
+    """(S, image ids, caption ids) saved by :func:`score_matrix` for ``model_id``, or None."""
+    npy, ids = Path(cache) / f"scores-{model_id}.npy", Path(cache) / f"scores-{model_id}.json"
+    if not (npy.is_file() and ids.is_file()):
+        return None
+    saved = json.loads(ids.read_text())
+    return np.load(npy), saved["images"], saved["captions"]
+
+
+def check_against_search(model, data, image_ids: list[str], caption_ids: list[str],
+                         s: np.ndarray, rows: list[int], cols: list[int]) -> float:
+    """Largest |our score - PhotoIndex.search's score| over ``rows`` x ``cols`` of ``s``: the
+    photos are indexed (symlinked) into a temporary collection and searched by each caption."""
+    from xmodal.index.photo_index import PhotoIndex
+
+    with tempfile.TemporaryDirectory(prefix="xmodal-calibration-") as tmp:
+        folder = Path(tmp) / "photos"
+        folder.mkdir()
+        for r in rows:
+            (folder / image_ids[r]).symlink_to(data.image_path(image_ids[r]))
+        index = PhotoIndex(Path(tmp) / "photos.db", model=model)
+        try:
+            index.update(folder, progress=False)
+            worst = 0.0
+            for c in cols:
+                hits = index.search(data.caption(caption_ids[c]).text, k=len(rows))
+                got = {Path(h.path).name: h.score for h in hits}
+                if len(got) != len(rows):
+                    raise XmodalError("the search check did not return every photo")
+                for r in rows:
+                    worst = max(worst, abs(got[image_ids[r]] - float(s[r, c])))
+        finally:
+            index.close()
+    return worst
+
+
+# ----- the run -----------------------------------------------------------------------------------
+def compute(data_path=None, cache: Path | None = None, fit_only: bool = False,
+            seed: int = SEED) -> tuple[dict, Calibrator]:
+    """(results, calibrator): everything in the module docstring. With ``fit_only`` the
+    evaluation half's labels are not read into any number."""
+    import warnings
+
+    from xmodal.data import load_flickr8k
+    from xmodal.index.photo_index import load_model, model_id
+    from xmodal.reproduce.output import log
+
+    t0 = time.time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        data = load_flickr8k(data_path)
+    pairs = judged_pairs(data.expert, data.crowd)
+    image_ids = sorted({p.image_id for p in pairs})
+    caption_ids = sorted({p.caption_id for p in pairs})
+    fit_ids, eval_ids = split_images(image_ids, seed)
+    model = load_model(None)
+    key = model_id(model, None)
+    s = score_matrix(model, data, image_ids, caption_ids, cache)
+    row = {i: k for k, i in enumerate(image_ids)}
+    col = {c: k for k, c in enumerate(caption_ids)}
+    scores, labels, sources, groups = pair_arrays(pairs, s, image_ids, caption_ids)
+    in_fit = np.isin(groups, fit_ids)
+
+    fit_rows = [row[i] for i in fit_ids[:8]]
+    fit_cols = [col[p.caption_id] for p in pairs if p.image_id in fit_ids[:8]][:6]
+    search_check = check_against_search(model, data, image_ids, caption_ids, s, fit_rows,
+                                        fit_cols)
+    log(f"search check: largest score difference {search_check:.2e}")
+
+    cal, choice = fit_calibrator(scores[in_fit], labels[in_fit], groups[in_fit], key)
+    both = in_fit & (sources == "both")
+    crowd_of_both = np.array([p.crowd_label for p in pairs], dtype=object)[both].astype(int)
+    results: dict[str, Any] = {
+        "model_id": key,
+        "seed": seed,
+        "labels": {"crowd_match_yes_fraction_at_least": CROWD_MATCH,
+                   "expert_match_mean_at_least": EXPERT_MATCH,
+                   "judged_by_both": "expert label"},
+        "targets": {"ece_at_most": TARGET_ECE, "precision_at_least": TARGET_PRECISION,
+                    "recall_at_least": TARGET_RECALL},
+        "ece_binning": f"{N_BINS} equal-mass bins (quantile edges of the predicted "
+                       "probability; equal predictions share a bin)",
+        "threshold_rule": "maximise min(precision - 0.8, recall - 0.7) of shown pairs "
+                          "(probability >= threshold) on the fitting half; ties: larger "
+                          "other margin, then lowest",
+        "counts": {"pairs": len(pairs), "images": len(image_ids), "captions": len(caption_ids),
+                   "by_source": {k: int((sources == k).sum()) for k in ("crowd", "expert",
+                                                                        "both")},
+                   "fitting_images": len(fit_ids), "evaluation_images": len(eval_ids),
+                   "fitting_pairs": int(in_fit.sum()), "evaluation_pairs": int((~in_fit).sum())},
+        "judged_by_both_fitting_half": {
+            "pairs": int(both.sum()),
+            "labels_agree": int((labels[both] == crowd_of_both).sum()),
+            "expert_match_crowd_not": int(((labels[both] == 1) & (crowd_of_both == 0)).sum()),
+            "crowd_match_expert_not": int(((labels[both] == 0) & (crowd_of_both == 1)).sum())},
+        "search_check_max_abs_diff": search_check,
+        "calibrator": {**choice, "threshold": cal.threshold,
+                       "threshold_raw_score": cal.min_raw_score(),
+                       "breakpoints": len(cal.scores)},
+        "fitting_half": describe_half(cal, scores[in_fit], labels[in_fit], sources[in_fit]),
+        "score_range": [float(scores.min()), float(scores.max())],
+        "score_histogram": _score_histograms(scores, labels, in_fit, fit_only),
+    }
+    if not fit_only:
+        results["evaluation_half"] = describe_half(cal, scores[~in_fit], labels[~in_fit],
+                                                   sources[~in_fit])
+        ev = results["evaluation_half"]
+        results["targets_met"] = {
+            "ece": ev["ece_equal_mass"] <= TARGET_ECE,
+            "precision": ev["at_threshold"]["precision"] >= TARGET_PRECISION,
+            "recall": ev["at_threshold"]["recall"] >= TARGET_RECALL}
+    results["elapsed_s"] = round(time.time() - t0, 1)
+    return results, cal
+
+
+def _score_histograms(scores, labels, in_fit, fit_only: bool) -> dict:
+    edges = np.linspace(float(scores.min()), float(scores.max()), 41)
+    out = {"edges": edges.tolist()}
+    halves = (("fitting", in_fit),) if fit_only else (("fitting", in_fit),
+                                                       ("evaluation", ~in_fit))
+    for name, m in halves:
+        out[name] = {"match": np.histogram(scores[m & (labels == 1)], edges)[0].tolist(),
+                     "no_match": np.histogram(scores[m & (labels == 0)], edges)[0].tolist()}
+    return out
+
+
+def asset_for(cal: Calibrator, results: dict, command: str) -> Calibrator:
+    """The calibrator with its provenance: where it came from and what it measured."""
+    from xmodal.reproduce.output import stamp
+
+    ev, fit = results["evaluation_half"], results["fitting_half"]
+
+    def brief(h: dict) -> dict:
+        return {"ece_equal_mass": h["ece_equal_mass"], "brier": h["brier"],
+                "precision": h["at_threshold"]["precision"],
+                "recall": h["at_threshold"]["recall"], "pairs": h["at_threshold"]["pairs"]}
+
+    cal.provenance = {
+        **stamp(command),
+        "fitted_on": "Flickr8K crowd + expert judgments of the test images, fitting half "
+                     f"(seed {results['seed']}; {results['counts']['fitting_images']} photos)",
+        "meaning": "probability that a person calls the photo a match for the sentence, on "
+                   "Flickr8K's judged pairs (candidates chosen by retrieval systems)",
+        "method": results["calibrator"]["method"],
+        "labels": results["labels"],
+        "threshold_rule": results["threshold_rule"],
+        "fitting_half": brief(fit),
+        "evaluation_half": brief(ev),
+        "results": "benchmarks/results/calibration.json",
+    }
+    return cal
+
+
+# ----- the figure (reads the results JSON only) -------------------------------------------------
+def render_figure(results_path: str | os.PathLike, figure: str | os.PathLike = FIGURE) -> Path:
+    """``docs/calibration.png`` from ``benchmarks/results/calibration.json``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = json.loads(Path(results_path).read_text())["results"]
+    halves = [(h, res[f"{h}_half"]) for h in ("fitting", "evaluation") if f"{h}_half" in res]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
+    ax = axes[0]
+    ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--", label="perfect calibration")
+    for (name, h), colour in zip(halves, ("tab:blue", "tab:orange")):
+        rows = h["reliability_equal_mass"]
+        ax.plot([r["predicted"] for r in rows], [r["observed"] for r in rows], marker="o",
+                color=colour, label=f"{name} half, {N_BINS} equal-mass bins "
+                f"(ECE {h['ece_equal_mass']:.3f})")
+        rows = [r for r in h["reliability_equal_width"] if r["n"] >= 10]
+        ax.plot([r["predicted"] for r in rows], [r["observed"] for r in rows], marker="s",
+                mfc="none", ls=":", color=colour, label=f"{name} half, equal-width bins "
+                f"(ECE {h['ece_equal_width']:.3f}; bins of 10+ pairs)")
+    ax.axvline(res["calibrator"]["threshold"], color="tab:red", lw=1, ls=":",
+               label=f"default threshold {res['calibrator']['threshold']:.2f}")
+    ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="predicted probability of a match (bin mean)",
+           ylabel="share of the bin judged a match", title="Reliability")
+    ax.legend(loc="lower right", fontsize=7)
+
+    ax = axes[1]
+    centers = (np.arange(20) + 0.5) / 20
+    width = 0.05 / max(len(halves), 1)
+    for k, (name, h) in enumerate(halves):
+        ax.bar(centers - 0.025 + width * (k + 0.5), h["probability_histogram"], width=width,
+               label=f"{name} half")
+    ax.axvline(res["calibrator"]["threshold"], color="tab:red", lw=1, ls=":")
+    ax.set_yscale("log")
+    ax.set(xlim=(0, 1), xlabel="predicted probability of a match", ylabel="pairs (log scale)",
+           title="How many pairs get each probability")
+    ax.legend(fontsize=8)
+
+    ax = axes[2]
+    hist = res["score_histogram"]
+    edges = np.asarray(hist["edges"])
+    for name, ls in (("fitting", "-"), ("evaluation", "--")):
+        if name not in hist:
+            continue
+        for lab, colour in (("no_match", "tab:gray"), ("match", "tab:green")):
+            ax.stairs(hist[name][lab], edges, color=colour, ls=ls,
+                      label=f"{lab.replace('_', ' ')}, {name} half")
+    ax.axvline(res["calibrator"]["threshold_raw_score"], color="tab:red", lw=1, ls=":",
+               label=f"cutoff: score {res['calibrator']['threshold_raw_score']:.3f}")
+    ax.set_yscale("log")
+    ax.set(xlabel="search score (inner product)", ylabel="judged pairs (log scale)",
+           title="Scores of judged matches and non-matches")
+    ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"Calibrated relevance of photo search ({res['model_id']}, "
+                 f"{res['calibrator']['method']}; Flickr8K crowd + expert judgments)")
+    fig.tight_layout()
+    figure = Path(figure)
+    figure.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(figure, dpi=110)
+    plt.close(fig)
+    return figure
+
+
+# ----- entry point -------------------------------------------------------------------------------
+def reproduce(data=None, cache: Path | None = None, out: Path | None = None,
+              asset: Path = ASSET, figure: Path = FIGURE, command: str = "",
+              fit_only: bool = False) -> dict:
+    """Compute; unless ``fit_only``, write the results JSON, the asset and the figure."""
+    from xmodal.reproduce.output import RESULTS, record
+
+    results, cal = compute(data, cache, fit_only)
+    if fit_only:
+        return results
+    path = record(RESULT, results, command, out or RESULTS)
+    Path(asset).parent.mkdir(parents=True, exist_ok=True)
+    Path(asset).write_text(asset_for(cal, results, command).to_json())
+    render_figure(path, figure)
+    return results
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m xmodal.recipes.calibration",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", default=None, help="data root or flickr8k folder "
+                    "(default $XMODAL_DATA, else ../shared/data)")
+    ap.add_argument("--cache", type=Path, default=None, help="folder caching the score matrix "
+                    "(default $XMODAL_CACHE/calibration)")
+    ap.add_argument("--out", type=Path, default=None, help="results folder "
+                    "(default benchmarks/results)")
+    ap.add_argument("--asset", type=Path, default=ASSET, help="where to write the calibrator")
+    ap.add_argument("--figure", type=Path, default=FIGURE, help="the reliability plot")
+    ap.add_argument("--fit-only", action="store_true", help="fitting half only: print its "
+                    "numbers, write nothing, leave the evaluation half unread")
+    args = ap.parse_args(argv)
+    from xmodal.paths import cache_dir
+
+    cache = args.cache or cache_dir() / "calibration"
+    command = "python -m xmodal.recipes.calibration " + " ".join(
+        sys.argv[1:] if argv is None else argv)
+    res = reproduce(args.data, cache, args.out, args.asset, args.figure, command.strip(),
+                    args.fit_only)
+    shown = {k: v for k, v in res.items() if k not in ("score_histogram",)}
+    for half in ("fitting_half", "evaluation_half"):
+        if half in shown:
+            shown[half] = {k: v for k, v in shown[half].items()
+                           if not k.startswith(("reliability", "probability_hist"))}
+    print(json.dumps(shown, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()
