@@ -56,3 +56,13 @@ class SlowColourModel(ColourModel):
     def embed_images(self, images, progress=False):
         time.sleep(0.1 * len(images))
         return super().embed_images(images)
+
+
+class CountingColourModel(ColourModel):
+    """Counts the images it embeds (class-wide), so a test can tell re-embedding from reuse."""
+
+    embedded = 0
+
+    def embed_images(self, images, progress=False):
+        CountingColourModel.embedded += len(images)
+        return super().embed_images(images)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import typer
@@ -125,18 +126,27 @@ def index_command(
         None, "--captions", help="Optional caption file to store: CSV (image,caption), TSV "
         "(image<TAB>caption) or JSONL; image names relative to the folder."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the update statistics as JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print the update statistics as JSON "
+                                 "(with --watch: one JSON line per update)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar."),
+    watch: bool = typer.Option(False, "--watch", help="Keep running: index new, changed, "
+                               "deleted and moved photos within seconds of the change."),
+    debounce_ms: int = typer.Option(1000, "--debounce-ms", help="With --watch: wait this long "
+                                    "after the last change before indexing.", min=50),
 ) -> None:
     """Index a folder of photos: new, changed and deleted files; unreadable files are skipped.
 
-    Safe to interrupt at any moment; running it again finishes the job without duplicates.
+    Reads each photo's date taken, camera and GPS position (place names offline) for the
+    search filters. Safe to interrupt at any moment; running it again finishes the job without
+    duplicates. A moved or renamed photo keeps its vector (same content, no re-embedding).
 
     Examples:
 
       xmodal index ~/Pictures
 
       xmodal index ./photos --db photos.db --captions captions.csv
+
+      xmodal index ~/Pictures --watch        # stays running; Ctrl-C stops it
     """
     from xmodal.data.folder import read_captions
 
@@ -148,6 +158,9 @@ def index_command(
         raise XmodalError(f"not a folder: {folder}")
     caps = read_captions(captions) if captions is not None else None
     index = _open(db, model, create=True)
+    if watch:
+        _watch(index, folder, caps, debounce_ms, quiet, as_json)
+        return
     stats = index.update(folder, captions=caps, progress=not quiet)
     if stats.captions_unmatched:
         console.print(f"[yellow]warning:[/] {stats.captions_unmatched} image name(s) in "
@@ -162,6 +175,26 @@ def index_command(
     )
     for reason, n in sorted(stats.skip_reasons.items()):
         console.print(f"  skipped {n}: {reason}")
+
+
+def _watch(index, folder: Path, captions, debounce_ms: int, quiet: bool, as_json: bool) -> None:
+    from xmodal.index.watch import watch
+
+    first = True
+    for stats in watch(index, folder, debounce_ms=debounce_ms, progress=not quiet,
+                       captions=captions):
+        if as_json:
+            typer.echo(json.dumps(stats.to_dict()), nl=True)
+            continue
+        changed = stats.added + stats.updated + stats.deleted + stats.skipped
+        if first or changed:
+            moved = f" ({stats.reused} moved or copied, not re-embedded)" if stats.reused else ""
+            console.print(
+                f"{time.strftime('%H:%M:%S')} {stats.added} new{moved}, {stats.updated} changed,"
+                f" {stats.deleted} removed, {stats.skipped} skipped, {stats.unchanged} unchanged"
+                + (f"; watching {stats.folder} (Ctrl-C stops)" if first else ""))
+        first = False
+    console.print("stopped watching")
 
 
 @app.command("search")

@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from xmodal.data.image_files import RAW_EXTENSIONS
 from xmodal.errors import XmodalError
 
 IMAGE_EXTENSIONS = {
@@ -25,7 +26,7 @@ IMAGE_EXTENSIONS = {
     ".heic",  # iPhone photos (HEIF, read through pillow-heif)
     ".heif",
     ".avif",
-}
+} | RAW_EXTENSIONS  # RAW camera files, read through LibRaw (rawpy)
 
 
 

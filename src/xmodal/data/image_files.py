@@ -12,6 +12,8 @@ import os
 from PIL import Image, JpegImagePlugin
 
 JPEG_MAGIC = b"\xff\xd8\xff"
+RAW_EXTENSIONS = {".dng", ".cr2", ".cr3", ".nef", ".nrw", ".arw", ".srf", ".sr2", ".orf",
+                  ".rw2", ".raf", ".pef", ".srw", ".x3f", ".3fr", ".iiq", ".erf", ".kdc"}
 
 
 try:  # without pillow-heif, HEIC files are reported as unreadable images
@@ -36,3 +38,38 @@ def open_image(source: bytes | str | os.PathLike, formats=None) -> Image.Image:
     if magic == JPEG_MAGIC:
         return JpegImagePlugin.JpegImageFile(os.fspath(source))
     return Image.open(source, formats=formats)
+
+
+def raw_preview(data: bytes) -> bytes | None:
+    """A RAW camera file as JPEG bytes: its embedded preview when it has a JPEG one (most do, at
+    full or near-full size), else LibRaw's half-size development; turned upright. None when
+    LibRaw (rawpy) cannot read it."""
+    try:
+        import rawpy
+    except ImportError:
+        return None
+    try:
+        with rawpy.imread(io.BytesIO(data)) as raw:
+            flip = raw.sizes.flip
+            try:
+                thumb = raw.extract_thumb()
+            except (rawpy.LibRawNoThumbnailError, rawpy.LibRawUnsupportedThumbnailError):
+                thumb = None
+            if thumb is not None and thumb.format == rawpy.ThumbFormat.JPEG:
+                image = Image.open(io.BytesIO(thumb.data))
+                image.draft("RGB", (1024, 1024))
+                image = image.convert("RGB")
+            elif thumb is not None and thumb.format == rawpy.ThumbFormat.BITMAP:
+                image = Image.fromarray(thumb.data)
+            else:
+                image = Image.fromarray(raw.postprocess(half_size=True, use_camera_wb=True))
+    except (rawpy.LibRawError, OSError, ValueError):
+        return None
+    # LibRaw's flip: 3 = upside down, 5 = turned left, 6 = turned right
+    turn = {3: Image.Transpose.ROTATE_180, 5: Image.Transpose.ROTATE_90,
+            6: Image.Transpose.ROTATE_270}.get(flip)
+    if turn is not None:
+        image = image.transpose(turn)
+    out = io.BytesIO()
+    image.convert("RGB").save(out, "JPEG", quality=92)
+    return out.getvalue()

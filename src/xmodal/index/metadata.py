@@ -19,15 +19,16 @@ from typing import Any
 
 from PIL import Image
 
-RAW_EXTENSIONS = {".dng", ".cr2", ".cr3", ".nef", ".nrw", ".arw", ".srf", ".sr2", ".orf",
-                  ".rw2", ".raf", ".pef", ".srw", ".x3f", ".3fr", ".iiq", ".erf", ".kdc"}
+from xmodal.data.image_files import RAW_EXTENSIONS, open_image
+
 
 EXIF_IFD, GPS_IFD = 0x8769, 0x8825
 MAKE, MODEL, ORIENTATION, DATETIME = 0x010F, 0x0110, 0x0112, 0x0132
 DATETIME_ORIGINAL, DATETIME_DIGITIZED = 0x9003, 0x9004
 OFFSET_TIME_ORIGINAL, OFFSET_TIME = 0x9011, 0x9010
-CITY_MIN_POPULATION = 15_000  # a neighbourhood's name is less useful than its city's
-CITY_MAX_KM = 20.0  # beyond this, the nearest named place of any size
+# (population, km): the nearest place of at least this population within this distance names
+# the city, the largest first; a photo in a city's neighbourhood is filed under the city
+CITY_TIERS = ((1_000_000, 15.0), (100_000, 10.0), (15_000, 6.0))
 
 
 @dataclass
@@ -95,8 +96,6 @@ def read_metadata(path: str, data: bytes | None = None, mtime_ns: int | None = N
 def _exif_of(data: bytes) -> Image.Exif | None:
     if not data:
         return None
-    from xmodal.data.image_files import open_image  # registers the HEIF opener
-
     try:
         with open_image(data) as im:
             exif = im.getexif()
@@ -211,15 +210,19 @@ def _degrees(value: Any, ref: Any) -> float | None:
 
 
 def place_of(lat: float, lon: float) -> tuple[str | None, str | None, str | None, str | None]:
-    """(city, region, country, country code) of a position, offline: the nearest city of at
-    least CITY_MIN_POPULATION people within CITY_MAX_KM, else the nearest named place."""
+    """(city, region, country, country code) of a position, offline: the nearest large city
+    when the position is inside it (see CITY_TIERS), else the nearest named place."""
     try:
         import reverse_geocode
     except ImportError:
         return None, None, None, None
-    place = reverse_geocode.get((lat, lon), min_population=CITY_MIN_POPULATION)
-    if place is None or km_between(lat, lon, place["latitude"], place["longitude"]) > CITY_MAX_KM:
-        place = reverse_geocode.get((lat, lon))
+    place = None
+    for population, km in CITY_TIERS:
+        near = reverse_geocode.get((lat, lon), min_population=population)
+        if near and km_between(lat, lon, near["latitude"], near["longitude"]) <= km:
+            place = near
+            break
+    place = place or reverse_geocode.get((lat, lon))
     if not place:
         return None, None, None, None
     return (place.get("city") or None, place.get("state") or None,

@@ -10,7 +10,7 @@ from pathlib import Path
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from xmodal.data.folder import IMAGE_EXTENSIONS
-from xmodal.data.image_files import open_image
+from xmodal.data.image_files import RAW_EXTENSIONS, open_image, raw_preview
 
 MAX_PIXELS = 64_000_000  # refuse larger images (decompression bombs): 8000 x 8000
 # JPEGs decode at down to 1/8 scale (draft mode), so a 1-gigapixel photo costs about 16 MP to
@@ -114,6 +114,8 @@ def load_checked(
         data, reason = read_bytes(path)
         if data is None:
             return None, reason
+    if Path(path).suffix.lower() in RAW_EXTENSIONS:
+        data = raw_preview(data) or data  # LibRaw cannot: maybe Pillow can (TIFF-based RAW)
     try:
         with warnings.catch_warnings():
             # our own limits below replace Pillow's pixel warning (which would refuse big JPEGs)
