@@ -482,17 +482,18 @@ def render_figure(results_path: str | os.PathLike, figure: str | os.PathLike = F
     for (name, h), colour in zip(halves, ("tab:blue", "tab:orange")):
         rows = h["reliability_equal_mass"]
         ax.plot([r["predicted"] for r in rows], [r["observed"] for r in rows], marker="o",
-                color=colour, label=f"{name} half, {N_BINS} equal-mass bins "
-                f"(ECE {h['ece_equal_mass']:.3f})")
+                color=colour,
+                label=f"{name}, {N_BINS} equal-mass (ECE {h['ece_equal_mass']:.3f})")
         rows = [r for r in h["reliability_equal_width"] if r["n"] >= 10]
         ax.plot([r["predicted"] for r in rows], [r["observed"] for r in rows], marker="s",
-                mfc="none", ls=":", color=colour, label=f"{name} half, equal-width bins "
-                f"(ECE {h['ece_equal_width']:.3f}; bins of 10+ pairs)")
+                mfc="none", ls=":", color=colour,
+                label=f"{name}, equal-width (ECE {h['ece_equal_width']:.3f})")
     ax.axvline(res["calibrator"]["threshold"], color="tab:red", lw=1, ls=":",
                label=f"default threshold {res['calibrator']['threshold']:.2f}")
     ax.set(xlim=(0, 1), ylim=(0, 1), xlabel="predicted probability of a match (bin mean)",
-           ylabel="share of the bin judged a match", title="Reliability")
-    ax.legend(loc="lower right", fontsize=7)
+           ylabel="share of the bin judged a match",
+           title="Reliability (equal-width: bins of 10+ pairs)")
+    ax.legend(loc="upper left", fontsize=7)
 
     ax = axes[1]
     centers = (np.arange(20) + 0.5) / 20
