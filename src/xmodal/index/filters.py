@@ -110,15 +110,18 @@ class PhotoFilter:
             where.append("m.taken_at < ?")
             params.append(period(self.before)[1])
         if self.place:
-            where.append("instr(m.place_key, ?) > 0")
-            params.append("|" + fold(self.place) + "|")
+            where.append("f.id IN (SELECT file_id FROM photo_places WHERE name = ?)")
+            params.append(fold(self.place))
         if self.camera:
-            where.append("instr(m.camera_key, ?) > 0")
-            params.append(fold(self.camera))
+            keys = store.camera_keys(fold(self.camera))
+            where.append(f"m.camera_key IN ({','.join('?' * len(keys))})")
+            params += keys
         if self.under:
+            # every path that starts with the prefix, as a range of the path index (paths
+            # compare by code point; the range ends just past the separator)
             prefix = os.path.abspath(Path(self.under).expanduser()).rstrip(os.sep) + os.sep
-            where.append("substr(f.path, 1, ?) = ?")  # substr, not LIKE: paths may hold % and _
-            params += [len(prefix), prefix]
+            where.append("f.path >= ? AND f.path < ?")
+            params += [prefix, prefix[:-1] + chr(ord(os.sep) + 1)]
         if self.near:
             lat, lon = self.near
             km = self.km or DEFAULT_KM
@@ -135,12 +138,10 @@ class PhotoFilter:
                 else:
                     where.append("m.lon BETWEEN ? AND ?")
                     params += [lo, hi]
-        ids = store.ids_matching(where, params)
-        if self.near and len(ids):
-            pid, plat, plon = store.positions(ids)
-            ids = np.sort(pid[km_between(self.near[0], self.near[1], plat, plon)
-                              <= (self.km or DEFAULT_KM)])
-        return ids
+        if not self.near:
+            return store.ids_matching(where, params)
+        ids, lat, lon = store.ids_matching(where, params, positions=True)
+        return ids[km_between(self.near[0], self.near[1], lat, lon) <= (self.km or DEFAULT_KM)]
 
     def nothing_passes(self, store: Store) -> XmodalError:
         """The error for a filter that no indexed photo passes, naming what there is."""

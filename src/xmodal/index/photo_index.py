@@ -7,6 +7,9 @@ this. Public surface::
     index.update(folder, captions=None, progress=True, on_batch=None) -> UpdateStats
     index.search(sentence, k=10, offset=0) -> list[SearchResult]      # SearchResult(path, score)
     index.similar(image_path, k=10) -> list[SearchResult]             # the image itself excluded
+    index.find(query, k, offset, filters=PhotoFilter(...), sort=..., min_relevance=...,
+               like=[images], unlike=[sentences]) -> SearchAnswer    # everything, see find()
+    index.facets() -> {"years", "places", "cameras"}                 # with photo counts
     index.describe(image, captions, k=5) -> list[tuple[str, float]]   # rank a caption pool
     index.stats() -> dict; index.skipped() -> [(path, reason)]; index.captions() -> [(path, text)]
     index.rebuild_ann() -> int; index.close()
@@ -566,7 +569,10 @@ class PhotoIndex:
             exact = len(terms) == 1  # the ranking score is the sentence's own cosine
             sims = ([r.score for r in ranked] if exact else
                     self._cosines(sentence, [r for r in ranked]))
-            for r, p in zip(ranked, calibrator.probability(np.asarray(sims, np.float64))):
+            sims = np.asarray(sims, np.float64)
+            probs = (calibrator.relevance(self.model, sentence, sims)
+                     if hasattr(calibrator, "relevance") else calibrator.probability(sims))
+            for r, p in zip(ranked, probs):
                 r.relevance = round(float(p), 4)
             cutoff = calibrator.threshold if min_relevance is None else min_relevance
         else:

@@ -29,10 +29,6 @@ def fold(text: str) -> str:
     return "".join(c for c in decomposed if not unicodedata.combining(c)).strip()
 
 
-def place_key(*names: str | None) -> str | None:
-    """'|lisbon|lisbon|portugal|pt|': every name of a place, folded, for exact-name lookups."""
-    parts = [fold(n) for n in names if n]
-    return "|" + "|".join(parts) + "|" if parts else None
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -76,10 +72,19 @@ CREATE TABLE IF NOT EXISTS photo_meta (
     region TEXT,
     country TEXT,
     country_code TEXT,
-    place_key TEXT,
     camera_key TEXT
 );
 CREATE INDEX IF NOT EXISTS photo_meta_taken ON photo_meta(taken_at);
+CREATE INDEX IF NOT EXISTS photo_meta_position ON photo_meta(lat, lon);
+CREATE INDEX IF NOT EXISTS photo_meta_camera ON photo_meta(camera_key);
+-- every name of a photo's place (city, region, country, country code), folded: --place looks
+-- a name up in this index instead of reading every photo's metadata
+CREATE TABLE IF NOT EXISTS photo_places (
+    name TEXT NOT NULL,
+    file_id INTEGER NOT NULL REFERENCES files(id) ON DELETE CASCADE,
+    PRIMARY KEY (name, file_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS photo_places_file ON photo_places(file_id);
 """
 
 # Bumped when metadata extraction changes: rows of an older version are read again (without
@@ -190,14 +195,23 @@ class Store:
         conn.execute(
             "INSERT OR REPLACE INTO photo_meta(file_id, version, taken_at, utc_offset, "
             "date_source, camera_make, camera_model, camera, lat, lon, orientation, city, region, "
-            "country, country_code, place_key, camera_key) "
-            "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "country, country_code, camera_key) "
+            "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (file_id, METADATA_VERSION, meta.taken_at, meta.utc_offset, meta.date_source,
              meta.camera_make, meta.camera_model, meta.camera, meta.lat, meta.lon,
              meta.orientation, meta.city, meta.region, meta.country, meta.country_code,
-             place_key(meta.city, meta.region, meta.country, meta.country_code),
              fold(meta.camera) if meta.camera else None),
         )
+        conn.execute("DELETE FROM photo_places WHERE file_id = ?", (file_id,))
+        names = {fold(n) for n in (meta.city, meta.region, meta.country, meta.country_code) if n}
+        conn.executemany("INSERT OR IGNORE INTO photo_places(name, file_id) VALUES(?, ?)",
+                         [(n, file_id) for n in names])
+
+    def camera_keys(self, part: str) -> list[str]:
+        """The distinct folded camera names that contain ``part`` (folded)."""
+        rows = self.conn.execute(
+            "SELECT DISTINCT camera_key FROM photo_meta WHERE camera_key IS NOT NULL")
+        return [r[0] for r in rows if part in r[0]]
 
     def without_metadata(self) -> list[tuple[int, str, int]]:
         """(id, path, mtime_ns) of searchable files whose metadata is missing or out of date."""
@@ -340,27 +354,17 @@ class Store:
         names = [d[0] for d in cur.description]
         return {row[0]: dict(zip(names[1:], row[1:])) for row in cur.fetchall()}
 
-    def ids_matching(self, where: list[str], params: list) -> np.ndarray:
-        """Ids of the searchable files (with a vector) meeting every SQL condition in ``where``
-        (over ``files f`` and ``photo_meta m``)."""
-        sql = ("SELECT f.id FROM files f JOIN vectors v ON v.file_id = f.id "
-               "LEFT JOIN photo_meta m ON m.file_id = f.id")
+    def ids_matching(self, where: list[str], params: list, positions: bool = False):
+        """Ids of the searchable files meeting every SQL condition in ``where`` (over ``files f``
+        and ``photo_meta m``); with ``positions``, (ids, latitudes, longitudes)."""
+        sql = (f"SELECT f.id{', m.lat, m.lon' if positions else ''} FROM files f "
+               "LEFT JOIN photo_meta m ON m.file_id = f.id WHERE f.status = 'ok'")
         if where:
-            sql += " WHERE " + " AND ".join(f"({w})" for w in where)
+            sql += " AND " + " AND ".join(f"({w})" for w in where)
         rows = self.conn.execute(sql + " ORDER BY f.id", params).fetchall()
-        return np.array([r[0] for r in rows], dtype=np.int64)
-
-    def positions(self, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(ids, lat, lon) of those of ``ids`` whose position is known."""
-        ids = [int(i) for i in ids]
-        out = []
-        for start in range(0, len(ids), 30_000):  # SQLite's limit on bound parameters
-            part = ids[start:start + 30_000]
-            marks = ",".join("?" * len(part))
-            out += self.conn.execute(
-                f"SELECT file_id, lat, lon FROM photo_meta WHERE lat IS NOT NULL "
-                f"AND file_id IN ({marks})", part).fetchall()
-        arr = np.array(out, dtype=np.float64).reshape(-1, 3)
+        if not positions:
+            return np.array([r[0] for r in rows], dtype=np.int64)
+        arr = np.array(rows, dtype=np.float64).reshape(-1, 3)
         return arr[:, 0].astype(np.int64), arr[:, 1], arr[:, 2]
 
     def facets(self) -> dict[str, list[dict]]:
