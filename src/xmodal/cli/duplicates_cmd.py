@@ -1,0 +1,158 @@
+"""``xmodal duplicates``: near-duplicate groups of the photo index; move the extra copies aside."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from xmodal.cli._app import app, console
+from xmodal.errors import XmodalError
+
+DB_HELP = "Photo index database (default: $XMODAL_DB or ~/.local/share/xmodal/photos.db)."
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "kB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return str(n)
+
+
+def _print_groups(groups) -> None:
+    import os
+
+    paths = [m.path for g in groups for m in g.members]
+    common = os.path.commonpath(paths) if len(paths) > 1 else ""
+    if common and not os.path.isdir(common):
+        common = os.path.dirname(common)
+    relative = common not in ("", "/")
+    table = Table(title=f"{len(groups)} group(s) of near-duplicate photos",
+                  caption=(f"paths under {common}; " if relative else "")
+                  + "* file date (no date taken)")
+    table.add_column("#", justify="right", no_wrap=True)
+    table.add_column("", no_wrap=True)
+    table.add_column("photo", overflow="fold", min_width=16, ratio=1)
+    table.add_column("pixels", justify="right", no_wrap=True)
+    table.add_column("size", justify="right", no_wrap=True)
+    table.add_column("date", no_wrap=True)
+    table.add_column("sim", justify="right", no_wrap=True)
+    for n, g in enumerate(groups, start=1):
+        for k, m in enumerate(g.members):
+            res = f"{m.width}x{m.height}" if m.width and m.height else "?"
+            mark = "[green]keep[/]" if m.keep else ("[dim]same[/]" if m.identical else "")
+            date = (m.date or "?").replace("T", " ")[:16] + ("*" if m.date_source == "mtime"
+                                                             else "")
+            shown = os.path.relpath(m.path, common) if relative else m.path
+            table.add_row(str(n) if k == 0 else "", mark, shown, res, _size(m.bytes), date,
+                          "" if m.keep else f"{m.similarity:.2f}")
+        table.add_section()
+    console.print(table)
+    extra = sum(len(g.extra) for g in groups)
+    console.print(f"{extra} photo(s) beside the suggested keeps, "
+                  f"{_size(sum(g.extra_bytes for g in groups))}; nothing was moved "
+                  "(--move-to DIR moves them aside)")
+
+
+@app.command("duplicates")
+def duplicates_command(
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    threshold: float | None = typer.Option(
+        None, "--threshold", "-t", help="Cosine similarity two photos with the same perceptual "
+        "hash need to be grouped (lower: more groups); each differing hash bit raises it by "
+        "hash-weight/64. Default chosen on benchmarks/near_duplicates.py."),
+    hash_weight: float | None = typer.Option(
+        None, "--hash-weight", help="How much the perceptual hash counts (0: embeddings only)."),
+    under: Path | None = typer.Option(
+        None, "--under", help="Only photos inside this folder (at any depth)."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print JSON: {db, threshold, hash_weight, groups: [{keep, size, "
+        "extra_bytes, members: [{path, bytes, width, height, date, keep, ...}]}], moved?}"),
+    move_to: Path | None = typer.Option(
+        None, "--move-to", help="Move every photo that is not its group's suggested keep into "
+        "this folder (its absolute path mirrored below it). Logged first; nothing is deleted."),
+    log: Path | None = typer.Option(
+        None, "--log", help="With --move-to: the move log to write (JSON Lines; default "
+        "DIR/.xmodal-moves-<time>.jsonl)."),
+    undo: Path | None = typer.Option(
+        None, "--undo", help="Move the files of a move log back where they were (never "
+        "overwrites)."),
+    dry_run: bool = typer.Option(
+        False, "--dry-run", help="With --move-to: show what would move, move nothing."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+) -> None:
+    """Find groups of near-duplicate photos (resized, cropped, re-encoded, edited or mirrored
+    copies, bursts, byte-identical files) in the photo index, from the stored embeddings and a
+    perceptual hash. Each group lists its suggested keep first (largest resolution, then the
+    oldest). Nothing is moved or deleted unless you ask with --move-to; --undo LOG puts the
+    moved files back.
+
+    Examples:
+
+      xmodal duplicates
+
+      xmodal duplicates --db photos.db --json > groups.json
+
+      xmodal duplicates --under ~/Pictures/2019 --threshold 0.6
+
+      xmodal duplicates --move-to ~/duplicates --log ~/duplicates/moves.jsonl
+
+      xmodal duplicates --undo ~/duplicates/moves.jsonl
+    """
+    from xmodal.index import duplicates as dup
+
+    if undo is not None:
+        if move_to is not None:
+            raise XmodalError("give either --undo LOG or --move-to DIR, not both")
+        report = dup.undo_moves(undo, progress=not quiet)
+        if as_json:
+            typer.echo(json.dumps(report.to_dict(), indent=2))
+            return
+        console.print(f"moved {len(report.restored)} file(s) back from the log {undo}")
+        for s in report.skipped:
+            console.print(f"  [yellow]left:[/] {s['path']}: {s['reason']}")
+        return
+    if (log is not None or dry_run) and move_to is None:
+        raise XmodalError("--log and --dry-run go with --move-to DIR")
+
+    from xmodal.index import PhotoIndex
+
+    index = PhotoIndex(db, create=False)
+    try:
+        groups = dup.find_duplicates(
+            index, threshold=dup.THRESHOLD if threshold is None else threshold,
+            hash_weight=dup.HASH_WEIGHT if hash_weight is None else hash_weight,
+            under=under, progress=not quiet)
+        moved = None
+        if move_to is not None:
+            moved = dup.move_duplicates(groups, move_to, log, progress=not quiet,
+                                        dry_run=dry_run)
+    finally:
+        index.close()
+    if as_json:
+        out = {"db": str(index.db_path),
+               "threshold": dup.THRESHOLD if threshold is None else threshold,
+               "hash_weight": dup.HASH_WEIGHT if hash_weight is None else hash_weight,
+               "groups": [g.to_dict() for g in groups]}
+        if moved is not None:
+            out["moved"] = {**moved.to_dict(), "dry_run": dry_run}
+        typer.echo(json.dumps(out, indent=2))
+        return
+    if not groups:
+        console.print("no near-duplicate photos found")
+        return
+    if moved is None:
+        _print_groups(groups)
+        return
+    verb = "would move" if dry_run else "moved"
+    console.print(f"{verb} {len(moved.moved)} file(s) to {moved.dest}")
+    if dry_run:
+        for m in moved.moved:
+            console.print(f"  {m['from']} -> {m['to']}")
+    for s in moved.skipped:
+        console.print(f"  [yellow]not moved:[/] {s['path']}: {s['reason']}")
+    if moved.moved and not dry_run:
+        console.print(f"log: {moved.log}\nundo with: xmodal duplicates --undo {moved.log}")
