@@ -23,8 +23,14 @@ def _score(value: Any) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def hit_json(hit: Any, rank: int) -> dict[str, Any]:
-    """One ranked image: id, rank, score, and the URLs of its thumbnails."""
+# what a photo search knows about a hit beyond its score (SearchResult), shown when known
+PHOTO_FIELDS = ("taken_at", "date_source", "place", "camera", "width", "height")
+
+
+def hit_json(hit: Any, rank: int | None) -> dict[str, Any]:
+    """One ranked image: id, rank, score, and the URLs of its thumbnails; plus, when known, the
+    calibrated match probability (``relevance``), the date taken and where that date came from
+    (``date_source``: exif, raw or mtime), the place, the camera and the size in pixels."""
     if isinstance(hit, (tuple, list)):
         item_id, score = hit[0], hit[1]
         path = hit[2] if len(hit) > 2 else None
@@ -39,6 +45,14 @@ def hit_json(hit: Any, rank: int) -> dict[str, Any]:
     caption = _field(hit, "caption") if not isinstance(hit, (tuple, list)) else None
     if caption:
         out["caption"] = str(caption)
+    if not isinstance(hit, (tuple, list)):
+        relevance = _score(_field(hit, "relevance"))
+        if relevance is not None:
+            out["relevance"] = relevance
+        for name in PHOTO_FIELDS:
+            value = _field(hit, name)
+            if value is not None:
+                out[name] = value
     duplicates = getattr(hit, "duplicates", None)
     if duplicates:  # the same photo elsewhere in the collection
         out["duplicates"] = [str(d) for d in duplicates]
