@@ -112,6 +112,12 @@ def test_shown_metrics_and_threshold_rule_by_hand():
     # recall first: 0.6 and 0.5 both show every match (margin 0); 0.6 has the larger
     # precision margin (0.25 against 0.1)
     assert R.choose_threshold(prob, labels, precision=0.5, recall=1.0) == pytest.approx(0.6)
+    # keep a share of the matches (0.9, 0.8, 0.6 are the matches): 1/3 -> 0.9, 2/3 -> 0.8,
+    # any share above 2/3 -> 0.6
+    assert R.keep_recall_threshold(prob, labels, keep=0.3) == pytest.approx(0.9)
+    assert R.keep_recall_threshold(prob, labels, keep=0.6) == pytest.approx(0.8)
+    assert R.keep_recall_threshold(prob, labels, keep=0.95) == pytest.approx(0.6)
+    assert R.shown_metrics(prob, labels, 0.6)["recall"] >= 0.95
 
 
 # ----- fitting recovers a known calibration -------------------------------------------------------
@@ -143,7 +149,10 @@ def test_fit_calibrator_chooses_on_grouped_cv_and_sets_the_threshold():
     cal, choice = R.fit_calibrator(s, y, groups, "m@1")
     assert choice["method"] in R.FITTERS and set(choice["cv_brier"]) == set(R.FITTERS)
     assert choice["method"] == min(choice["cv_brier"], key=choice["cv_brier"].get)
-    assert cal.threshold == pytest.approx(R.choose_threshold(cal.probability(s), y))
+    prob = cal.probability(s)
+    assert cal.threshold == pytest.approx(R.keep_recall_threshold(prob, y, R.KEEP_RECALL))
+    assert R.shown_metrics(prob, y, cal.threshold)["recall"] >= R.KEEP_RECALL
+    assert choice["compromise"]["threshold"] == pytest.approx(R.choose_threshold(prob, y))
 
 
 # ----- judgments and split ------------------------------------------------------------------------
