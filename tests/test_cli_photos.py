@@ -247,4 +247,6 @@ def test_real_default_model_end_to_end(tmp_path):
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert [Path(o["results"][0]["path"]).name for o in out] == ["chelsea.png", "coffee.png"]
-    assert all(len(o["results"]) == 3 for o in out)
+    # the calibrated cutoff hides the other photos (scores 0.23 and below), and says so
+    assert all(o["calibrated"] and len(o["results"]) + o["hidden"] == 3 for o in out)
+    assert all(r["relevance"] >= o["min_relevance"] for o in out for r in o["results"])

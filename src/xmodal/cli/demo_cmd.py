@@ -39,7 +39,8 @@ SAMPLE_PHOTOS = {
     "gravel.png": "gravel.png",  # gravel
     "ihc.png": "immunohistochemistry.png",  # stained tissue under a microscope
 }
-DEFAULT_QUERIES = ["a cat", "a cup of coffee", "a rocket launch"]
+# the last has no photo among the samples: the answer says so
+DEFAULT_QUERIES = ["a cat", "a cup of coffee", "a rocket launch", "a dog on the beach"]
 
 
 def sample_photo_dir() -> Path:
@@ -82,8 +83,9 @@ def demo_command(
     """The main job in one command: index photos, then search them by sentence.
 
     Copies the sample photographs that ship with scikit-image (a cat, a cup of coffee, a rocket,
-    an astronaut, ...) to a temporary folder, indexes them with the default model and runs three
-    example searches. Everything runs offline on the CPU.
+    an astronaut, ...) to a temporary folder, indexes them with the default model and runs four
+    example searches, as 'xmodal search' answers them: weak matches hidden below the calibrated
+    cutoff, and "no good match" for a search that has none. Everything runs offline on the CPU.
 
     Examples:
 
@@ -108,28 +110,45 @@ def demo_command(
             f"indexed {stats.added + stats.updated} photos ({stats.unchanged} unchanged, "
             f"{stats.skipped} skipped) in {stats.elapsed_s:.1f} s"
         )
-        runs = [(q, index.search(q, k)) for q in queries]
+        runs = [(q, index.find(q, k)) for q in queries]  # as 'xmodal search' answers
         index.close()
         if as_json:
-            typer.echo(
-                json.dumps(
-                    [{"query": q, "results": [r.to_dict() for r in res]} for q, res in runs],
-                    indent=2,
-                )
-            )
+            typer.echo(json.dumps([{"query": q, **a.to_dict()} for q, a in runs], indent=2))
             return
         root = Path(folder).expanduser().resolve()
-        for q, results in runs:
+
+        def shown(path: str) -> str:
+            p = Path(path)
+            return str(p.relative_to(root) if p.is_relative_to(root) else p)
+
+        for q, answer in runs:
             out.print(f'\n$ xmodal search "{q}" -k {k}', markup=False, highlight=False)
-            table = Table()
-            table.add_column("rank", justify="right")
-            table.add_column("score", justify="right")
-            table.add_column("photo", overflow="fold")
-            for n, r in enumerate(results, start=1):
-                p = Path(r.path)
-                shown = p.relative_to(root) if p.is_relative_to(root) else p
-                table.add_row(str(n), f"{r.score:.3f}", str(shown))
-            out.print(table)
+            if answer.results:
+                out.print(_table(answer, shown))
+            if answer.no_good_match:
+                best = answer.closest
+                out.print(f"No photo matches {q!r} well. The closest is {shown(best.path)} "
+                          f"(score {best.score:.3f}); show the closest ones with --min-score 0.",
+                          markup=False, highlight=False)
+            elif answer.hidden:
+                out.print(f"{answer.hidden} weaker match(es) hidden below the cutoff; "
+                          "--min-score 0 shows them", markup=False, highlight=False)
+
+
+def _table(answer, shown) -> Table:
+    table = Table()
+    table.add_column("rank", justify="right")
+    table.add_column("score", justify="right")
+    matched = answer.calibrated
+    if matched:
+        table.add_column("match", justify="right")
+    table.add_column("photo", overflow="fold")
+    for n, r in enumerate(answer.results, start=1):
+        cells = [str(n), f"{r.score:.3f}"]
+        if matched:
+            cells.append(f"{100 * r.relevance:.0f}%" if r.relevance is not None else "")
+        table.add_row(*cells, shown(r.path))
+    return table
 
 
 def _names(files: list[Path]) -> str:
