@@ -247,10 +247,6 @@ def test_embedded_preview_is_turned_upright(tmp_path, orientation, first, second
     assert redder(parts[first], parts[second]), parts
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "raw_preview turns LibRaw's development by sizes.flip, but raw.postprocess() is upright "
-    "already (LibRaw applies the flip itself): a RAW without a JPEG preview is turned twice "
-    "(orientation 6 comes out landscape and upside down, 3 comes out not turned at all)"))
 @pytest.mark.parametrize("orientation, first, second", [(6, "top", "bottom"),
                                                          (3, "right", "left")])
 def test_developed_raw_is_turned_upright(tmp_path, orientation, first, second):
@@ -266,12 +262,10 @@ def test_developed_raw_is_turned_upright(tmp_path, orientation, first, second):
 
 
 def test_raw_date_without_preview(tmp_path):
-    """The DNG's IFD0 is Bayer data, which Pillow cannot open, and there is no preview: today
-    the date comes from LibRaw's timestamp ("raw", camera local time; no UTC offset). Once the
-    EXIF sub-IFD is read from the TIFF structure it will be "exif" (see the xfail below)."""
+    """The DNG's IFD0 is Bayer data, which Pillow cannot open as an image, and there is no
+    preview: the EXIF sub-IFD is read from the TIFF structure itself."""
     meta = read_metadata(str(make_dng(tmp_path / "a.dng")), mtime_ns=0, geocode=False)
-    assert meta.taken_at == TAKEN_ISO  # not the mtime (1970)
-    assert meta.date_source in ("raw", "exif")
+    assert (meta.taken_at, meta.date_source) == (TAKEN_ISO, "exif")  # not the mtime (1970)
 
 
 def test_raw_metadata_through_the_preview(tmp_path):
@@ -287,11 +281,6 @@ def test_raw_metadata_through_the_preview(tmp_path):
     assert meta.lon == pytest.approx(EIFFEL[1], abs=1e-4)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "read_metadata reads a RAW file's own EXIF only through Image.open, which refuses a DNG "
-    "whose IFD0 is CFA data: OffsetTimeOriginal, make/model and GPS of such a DNG are lost "
-    "(without a preview all of them; with one, the offset and the model as written). Fix: "
-    "parse TIFF-based RAW bytes with Image.Exif().load(data) before trying the preview"))
 @pytest.mark.parametrize("with_preview", [False, True])
 def test_raw_metadata_from_the_dng_itself(tmp_path, with_preview):
     path = make_dng(tmp_path / "a.dng", preview=jpeg_preview() if with_preview else None)

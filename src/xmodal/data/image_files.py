@@ -63,6 +63,7 @@ def raw_preview(data: bytes) -> bytes | None:
                 image = Image.fromarray(thumb.data)
             else:
                 image = Image.fromarray(raw.postprocess(half_size=True, use_camera_wb=True))
+                flip = 0  # LibRaw's development is upright already
     except (rawpy.LibRawError, OSError, ValueError):
         return None
     # LibRaw's flip: 3 = upside down, 5 = turned left, 6 = turned right

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import math
 import re
+import warnings
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -75,8 +76,8 @@ def read_metadata(path: str, data: bytes | None = None, mtime_ns: int | None = N
         if data is None:
             data = Path(path).read_bytes()
         exif = _exif_of(data)
-        if exif is None and raw:
-            exif = _exif_of(_raw_preview(data) or b"")
+        if exif is None and raw:  # a DNG whose first IFD is sensor data, or the preview's
+            exif = _tiff_exif(data) or _exif_of(_raw_preview(data) or b"")
         if exif is not None:
             _fill_from_exif(meta, exif)
         if raw and meta.taken_at is None:
@@ -100,6 +101,21 @@ def _exif_of(data: bytes) -> Image.Exif | None:
         with open_image(data) as im:
             exif = im.getexif()
     except Exception:  # noqa: BLE001 - not an image Pillow can open
+        return None
+    return exif if len(exif) else None
+
+
+def _tiff_exif(data: bytes) -> Image.Exif | None:
+    """The EXIF of a TIFF-structured RAW file (DNG, NEF, CR2, ARW ...) read from its IFDs,
+    without opening it as an image (Pillow cannot open raw sensor data)."""
+    if data[:4] not in (b"II*\x00", b"MM\x00*"):
+        return None
+    exif = Image.Exif()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            exif.load(data)
+    except Exception:  # noqa: BLE001 - a damaged header: try the preview instead
         return None
     return exif if len(exif) else None
 
