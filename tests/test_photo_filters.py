@@ -337,6 +337,11 @@ def test_min_score_hides_and_says_so(tmp_path):
     answer = index.find("red", 3, min_relevance=0.9)  # a raw score for an uncalibrated model
     assert [r.path for r in answer.results] == [str(folder / "red.png")]
     assert answer.hidden == 2 and not answer.no_good_match
+    # paging: whether more follow, and hidden counted over this page's window only
+    assert index.find("red", 2).more and not index.find("red", 3).more
+    assert not index.find("red", 1, 2).more
+    one = index.find("red", 1, min_relevance=0.9)
+    assert (len(one.results), one.hidden, one.more) == (1, 0, False)
     answer = index.find("yellow", 3, min_relevance=0.99)
     assert answer.results == [] and answer.no_good_match and answer.closest is not None
     runner = CliRunner()

@@ -133,6 +133,7 @@ class SearchAnswer:
     hidden: int = 0
     closest: SearchResult | None = None
     candidates: int | None = None  # photos that passed the filter (None: no filter)
+    more: bool = False  # whether a next page (offset + k onwards) has results
 
     @property
     def no_good_match(self) -> bool:
@@ -145,7 +146,7 @@ class SearchAnswer:
             "min_relevance": self.min_relevance, "calibrated": self.calibrated,
             "hidden": self.hidden, "no_good_match": self.no_good_match,
             "closest": self.closest.to_dict() if self.closest else None,
-            "candidates": self.candidates,
+            "candidates": self.candidates, "more": self.more,
         }
 
 
@@ -561,7 +562,7 @@ class PhotoIndex:
             texts = [i for i, t in enumerate(terms) if t.kind == "text" and t.weight > 0]
             sentence = combine(vectors[texts], [terms[i].weight for i in texts]) \
                 if texts else None
-            pool = max(k + offset, DATE_SORT_POOL) if sort != "relevance" else k + offset
+            pool = max(k + offset, DATE_SORT_POOL) if sort != "relevance" else k + offset + 1
             scores, ids = self.ann.search(q, 2 * pool + 10 + len(skip), among=among)
         ranked = self._results(scores[0], ids[0], skip, skip_hashes)
         calibrator = self._calibrator() if sentence is not None else None
@@ -589,7 +590,7 @@ class PhotoIndex:
         return SearchAnswer(
             page, [t.describe() for t in terms], filters.to_dict(), sort, cutoff,
             calibrator is not None, len(failed), failed[0] if failed else None,
-            None if among is None else len(among))
+            None if among is None else len(among), len(passing) > offset + k)
 
     def _term_vectors(self, terms: list[Term]) -> tuple[np.ndarray, set[int], set[str]]:
         """Unit vectors of the terms (texts in one batch; indexed images from the store), and

@@ -131,10 +131,11 @@ def _page(hits: list[Any], offset: int, limit: int) -> dict[str, Any]:
 
 
 def _answer(answer: Any, offset: int, limit: int) -> dict[str, Any]:
-    """A page of a ``SearchAnswer`` (asked for ``limit + 1`` results) and what was hidden."""
+    """A page of a ``SearchAnswer`` and what was hidden."""
     closest = answer.closest
     return {
         **_page(list(answer.results), offset, limit),
+        "has_more": bool(answer.more),
         "hidden": int(answer.hidden),
         "no_good_match": bool(answer.no_good_match),
         "closest": hit_json(closest, None) if closest is not None else None,
@@ -211,10 +212,10 @@ def _check_terms(like: list[str], unlike: list[str]) -> None:
 
 def _find(index: Any, terms: list[Any], limit: int, offset: int, options: SearchOptions,
           min_score: float | None) -> dict[str, Any]:
-    """One page of ``index.find`` (asked for one result more, to know whether more follow)."""
+    """One page of ``index.find``."""
     filters = options.photo_filter()
     try:
-        answer = index.find(terms, limit + 1, offset, filters=filters, sort=options.sort,
+        answer = index.find(terms, limit, offset, filters=filters, sort=options.sort,
                             min_relevance=min_score)
     except XmodalError as exc:
         raise ApiError(400, api_message(str(exc))) from None
