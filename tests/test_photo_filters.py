@@ -208,6 +208,11 @@ def test_cli_filters_json(photos, tmp_path):
     want = sum(p.place == "paris" for p in planned)
     assert len(out["results"]) == want and {r["place"] for r in out["results"]} == {
         "Paris, Île-de-France, France"}
+    res = runner.invoke(app, ["search", "red", "--db", str(db), "--place", "lisboa", "--json"])
+    assert res.exit_code != 0  # GeoNames' English name only; the error lists what there is
+    assert "Lisbon" in str(res.exception)
+    res = runner.invoke(app, ["search", "red", "--db", str(db), "--place", "lisbon", "--json"])
+    assert {r["place"] for r in json.loads(res.stdout)["results"]} == {"Lisbon, Portugal"}
     assert out["filter"] == {"after": "2019", "place": "Paris"} and out["sort"] == "date"
     res = runner.invoke(app, ["photos", "--db", str(db), "--facets", "--json"])
     assert res.exit_code == 0 and "years" in json.loads(res.stdout)

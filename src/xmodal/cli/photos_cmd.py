@@ -393,13 +393,14 @@ def photos_command(
 
 
 def _print_facets(facets: dict, as_json: bool) -> None:
+    from xmodal.index.metadata import place_name
+
     if as_json:
         typer.echo(json.dumps(facets, indent=2))
         return
     for title, rows, name in (
         ("years", facets["years"], lambda r: r["year"] or "(no date)"),
-        ("places", facets["places"],
-         lambda r: ", ".join(p for p in (r["city"], r["region"], r["country"]) if p)),
+        ("places", facets["places"], lambda r: place_name(r["city"], r["region"], r["country"])),
         ("cameras", facets["cameras"], lambda r: r["camera"] or "(unknown camera)"),
     ):
         table = Table(title=title)

@@ -60,10 +60,16 @@ class PhotoMeta:
 
     @property
     def place(self) -> str | None:
-        return ", ".join(p for p in (self.city, self.region, self.country) if p) or None
+        return place_name(self.city, self.region, self.country)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "camera": self.camera, "place": self.place}
+
+
+def place_name(city: str | None, region: str | None, country: str | None) -> str | None:
+    """'Lisbon, Portugal' (a region named like its city is said once), or None."""
+    parts = [city, region if region != city else None, country]
+    return ", ".join(p for p in parts if p) or None
 
 
 def read_metadata(path: str, data: bytes | None = None, mtime_ns: int | None = None,

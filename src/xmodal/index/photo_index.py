@@ -43,7 +43,7 @@ from xmodal.describe import caption_offsets, rank_pool
 from xmodal.errors import XmodalError
 from xmodal.index.ann import AnnIndex
 from xmodal.index.filters import PhotoFilter
-from xmodal.index.metadata import PhotoMeta, read_metadata
+from xmodal.index.metadata import PhotoMeta, place_name, read_metadata
 from xmodal.index.query import Term, combine, parse_query
 from xmodal.index.scan import BAD_NAME, load_checked, read_bytes, walk_images
 from xmodal.index.store import Store
@@ -654,8 +654,7 @@ class PhotoIndex:
             r = by_path[row["path"]]
             r.taken_at, r.date_source = row["taken_at"], row["date_source"]
             r.camera, r.width, r.height = row["camera"], row["width"], row["height"]
-            r.place = ", ".join(p for p in (row["city"], row["region"], row["country"]) if p) \
-                or None
+            r.place = place_name(row["city"], row["region"], row["country"])
 
     def facets(self) -> dict[str, list[dict]]:
         """Years, places and cameras of the searchable photos, with counts."""
