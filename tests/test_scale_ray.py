@@ -82,7 +82,7 @@ def test_ray_cluster_embeds_every_image_once_and_survives_a_lost_node(
     env = {**ray_cluster.env, "XMODAL_CACHE": os.environ.get("XMODAL_CACHE", str(tmp_path))}
     out = tmp_path / "ray"
     cmd = [sys.executable, "-m", "xmodal", "embed", str(source), str(out), "--engine", "ray",
-           "--address", ray_cluster.address, "--workers", "2", "--cpus-per-worker", "0.35",
+           "--address", ray_cluster.address,  # default options: workers and CPUs sized
            "--shard-size", str(SHARD), "--model", MODEL, "--json", "--quiet"]
     job = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True)

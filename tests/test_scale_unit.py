@@ -212,3 +212,22 @@ def test_server_searches_an_ann_folder_and_serves_only_returned_thumbnails(photo
         other = str(next(photos.glob("*/red*.png")))  # never returned by this search
         assert client.get("/api/thumbnail", params={"id": other}).status_code == 404
         assert client.get("/api/stats").json()["vectors"] == 12
+
+
+def test_encoder_actors_leave_room_for_decoding():
+    """Two 1-CPU nodes with two 1-CPU actors left the decode tasks nowhere to run (a hang):
+    actors are sized so that the busiest node keeps DECODE_CPUS free, or refused clearly."""
+    from xmodal.errors import XmodalError
+    from xmodal.scale.embed import DECODE_CPUS, actor_cpus
+
+    assert actor_cpus([1, 1], 2, None) == pytest.approx(1 - DECODE_CPUS)
+    assert actor_cpus([1], 2, None) == pytest.approx((1 - DECODE_CPUS) / 2)  # a node lost
+    assert actor_cpus([3], 2, None) == 1.0  # a local Ray with workers + 1 CPUs
+    assert actor_cpus([8, 8, 8, 8], 8, None) == 1.0
+    assert actor_cpus([1, 1], 2, 0.5) == 0.5
+    with pytest.raises(XmodalError, match="--cpus-per-worker 0.75 or less"):
+        actor_cpus([1, 1], 2, 1.0)
+    with pytest.raises(XmodalError, match="too small"):
+        actor_cpus([0.25], 1, None)
+    with pytest.raises(XmodalError, match="no living node"):
+        actor_cpus([], 2, None)

@@ -34,8 +34,9 @@ def embed_command(
                                 "cluster) or HOST:PORT; default: start Ray on this machine."),
     workers: int = typer.Option(2, "--workers", help="Encoder actors (each loads the model "
                                 "once)."),
-    cpus_per_worker: float = typer.Option(1.0, "--cpus-per-worker", help="Ray CPUs each "
-                                          "encoder actor reserves."),
+    cpus_per_worker: float | None = typer.Option(
+        None, "--cpus-per-worker", help="Ray CPUs each encoder actor reserves (default: sized "
+        "from the cluster, at most 1, leaving room on every node for decoding)."),
     threads: int = typer.Option(1, "--threads", help="ONNX Runtime threads per encoder."),
     model: str = typer.Option(None, "--model", help="Embedding model (default dual encoder)."),
     shard_size: int = typer.Option(1000, "--shard-size", help="Images per Parquet shard."),

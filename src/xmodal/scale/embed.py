@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import socket
+import sys
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -273,10 +274,52 @@ def connect(address: str | None, workers: int) -> bool:
     return True
 
 
+def alive_node_cpus() -> list[float]:
+    """The CPUs of each living node of the connected Ray cluster."""
+    import ray
+
+    return [float(n["Resources"].get("CPU", 0)) for n in ray.nodes()
+            if n.get("Alive") and n["Resources"].get("CPU", 0) > 0]
+
+
+def actor_cpus(node_cpus: list[float], workers: int, requested: float | None) -> float:
+    """CPUs each encoder actor reserves so that decoding always has room beside them.
+
+    Actors are spread over the nodes (``SPREAD``), so the busiest node holds
+    ``ceil(workers / nodes)`` of them; that node keeps ``DECODE_CPUS`` free for the decode
+    tasks. ``requested`` (``--cpus-per-worker``) is used when it leaves that room, else refused
+    with the value that would; None sizes it: at most 1 CPU an actor. Without the room, the
+    encoder actors hold every CPU and the decode tasks wait forever (a 2-node, 1-CPU cluster
+    with two 1-CPU actors did)."""
+    if not node_cpus:
+        raise XmodalError("the Ray cluster has no living node with a CPU")
+    per_node = -(-workers // len(node_cpus))
+    fits = (min(node_cpus) - DECODE_CPUS) / per_node
+    if fits < 0.05:
+        raise XmodalError(
+            f"the Ray cluster's nodes ({', '.join(f'{c:g}' for c in node_cpus)} CPUs) are too "
+            f"small for {workers} encoder actors plus decoding: use fewer --workers or bigger "
+            "nodes")
+    if requested is None:
+        return round(min(1.0, fits), 3)
+    if requested > fits + 1e-9:
+        raise XmodalError(
+            f"--cpus-per-worker {requested:g} leaves no CPU for decoding on this cluster "
+            f"({len(node_cpus)} node(s) of {min(node_cpus):g}+ CPUs, {per_node} actor(s) on a "
+            f"node): use --cpus-per-worker {fits:.2f} or less, or leave it out to size it "
+            "automatically")
+    return requested
+
+
 def _run_ray(plan, writer: ShardWriter, model_spec: str | None, workers: int,
-             cpus_per_worker: float, threads: int | None) -> None:
+             cpus_per_worker: float | None, threads: int | None) -> None:
     import ray.data
 
+    nodes = alive_node_cpus()
+    cpus = actor_cpus(nodes, workers, cpus_per_worker)
+    print(f"Ray cluster: {len(nodes)} node(s), {sum(nodes):g} CPUs; {workers} encoder "
+          f"actor(s) of {cpus:g} CPU, decoding in {DECODE_CPUS:g}-CPU tasks beside them",
+          file=sys.stderr, flush=True)
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     ctx.print_on_execution_start = False
@@ -286,8 +329,9 @@ def _run_ray(plan, writer: ShardWriter, model_spec: str | None, workers: int,
                         num_cpus=DECODE_CPUS)
     ds = ds.map_batches(Embedder, batch_size=EMBED_BATCH, batch_format="numpy",
                         fn_constructor_kwargs={"model_spec": model_spec, "threads": threads},
-                        compute=ray.data.ActorPoolStrategy(size=workers),
-                        num_cpus=cpus_per_worker,  # one actor per node first (SPREAD)
+                        # runs on as few as one actor when a node is lost
+                        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=workers),
+                        num_cpus=cpus,  # one actor per node first (SPREAD)
                         ray_remote_args_fn=lambda: {"scheduling_strategy": "SPREAD"})
     for batch in ds.iter_batches(batch_format="numpy", batch_size=None):
         writer.add(batch)
@@ -300,7 +344,7 @@ def run_embed(
     engine: str = "local",
     address: str | None = None,
     workers: int = 2,
-    cpus_per_worker: float = 1.0,
+    cpus_per_worker: float | None = None,
     threads: int | None = 1,
     model_spec: str | None = None,
     shard_size: int = 1000,
