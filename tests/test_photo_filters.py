@@ -354,3 +354,35 @@ def test_min_score_hides_and_says_so(tmp_path):
     res = runner.invoke(app, ["search", "yellow", "--db", db, "--min-score", "0.99",
                               "--model", FAKE])
     assert res.exit_code == 0 and "No photo matches 'yellow' well" in res.output
+
+
+def test_indexing_prepares_the_query_encoder(tmp_path):
+    """The first search after 'xmodal index' must not export the text tower (issue 32)."""
+    class Preparing(ColourModel):
+        prepared = 0
+
+        def prepare_queries(self):
+            Preparing.prepared += 1
+            return True
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    Image.new("RGB", (40, 30), (250, 0, 0)).save(folder / "red.png")
+    PhotoIndex(tmp_path / "p.db", model=Preparing()).update(folder, progress=False)
+    assert Preparing.prepared == 1
+
+
+def test_prepare_text_encoder_exports_only_a_missing_file(tmp_path, monkeypatch):
+    from xmodal.features import onnx_engine
+
+    target = tmp_path / "mpnet.onnx"
+    calls = []
+    monkeypatch.setattr(onnx_engine, "engine", lambda: "onnx")
+    monkeypatch.setattr(onnx_engine, "mpnet_model_path", lambda: target)
+    monkeypatch.setattr(onnx_engine, "export_mpnet",
+                        lambda p: calls.append(p) or p.write_bytes(b"onnx"))
+    assert onnx_engine.prepare_text_encoder("mpnet") and calls == [target]
+    assert not onnx_engine.prepare_text_encoder("mpnet") and calls == [target]
+    monkeypatch.setattr(onnx_engine, "engine", lambda: "torch")
+    target.unlink()
+    assert not onnx_engine.prepare_text_encoder("mpnet") and len(calls) == 1

@@ -335,6 +335,9 @@ class PhotoIndex:
                     else:
                         stats.captions_unmatched += 1
         self.ann.rebuild()
+        prepare = getattr(self.model, "prepare_queries", None)
+        if callable(prepare):  # the first search after indexing must not export the text tower
+            prepare()
         stats.elapsed_s = time.perf_counter() - t0
         return stats
 

@@ -219,6 +219,12 @@ class DualEncoder:
         emb[~f.ok] = 0.0
         return emb
 
+    def prepare_queries(self) -> bool:
+        """Make the sentence encoder ready (its ONNX export) before the first query needs it."""
+        from xmodal.features.onnx_engine import prepare_text_encoder
+
+        return prepare_text_encoder(self.text_encoder)
+
     def embed_texts(self, texts: list[str], *, progress: bool = True) -> np.ndarray:
         """(m, dim) float32 unit rows for sentences."""
         from xmodal.features.text_encoder import encode_texts
