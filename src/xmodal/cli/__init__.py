@@ -27,6 +27,7 @@ from xmodal.cli import mitl_cmd  # noqa: E402,F401
 from xmodal.cli import reproduce_cmd  # noqa: E402,F401
 from xmodal.cli import scale_cmd  # noqa: E402,F401
 from xmodal.cli import duplicates_cmd  # noqa: E402,F401
+from xmodal.cli import compare_cmd  # noqa: E402,F401
 
 __all__ = ["app", "console", "main", "train_app"]
 

@@ -3,8 +3,11 @@
 
 Input: per-query values of each system (``{system: {metric: array over the same queries}}``).
 Each metric names its test: ``"mcnemar"`` (exact McNemar on per-query success, value > 0, e.g. a
-hit at rank K) or ``"randomization"`` (two-sided paired sign-flip test of the mean, e.g. AP or a
-rank). Both are from :mod:`xmodal.eval.stats` and symmetric in the two systems.
+hit at rank K), ``"randomization"`` (two-sided paired sign-flip test of the mean, e.g. AP or a
+rank; the reports' convention, :func:`~xmodal.eval.stats.paired_randomization`), ``"permutation"``
+(the same test by ``scipy.stats.permutation_test``, what ``xmodal compare`` calls randomization)
+or ``"t"`` (paired t-test). All are from :mod:`xmodal.eval.stats` and symmetric in the two
+systems. :mod:`xmodal.eval.significance` compares saved runs with these tests.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from xmodal.errors import XmodalError
-from xmodal.eval.stats import mcnemar, paired_randomization
+from xmodal.eval.stats import mcnemar, paired_randomization, paired_t, permutation_test
 
-TESTS = ("mcnemar", "randomization")
+TESTS = ("mcnemar", "randomization", "permutation", "t")
 
 
 def paired_test(a, b, test: str = "randomization", n_resamples: int = 10000,
@@ -26,6 +29,10 @@ def paired_test(a, b, test: str = "randomization", n_resamples: int = 10000,
         return mcnemar(np.asarray(a) > 0, np.asarray(b) > 0)["p_value"]
     if test == "randomization":
         return paired_randomization(a, b, n_resamples, seed)
+    if test == "permutation":
+        return permutation_test(a, b, n_resamples, seed)
+    if test == "t":
+        return paired_t(a, b)
     raise XmodalError(f"unknown test {test!r}; choose from {TESTS}")
 
 

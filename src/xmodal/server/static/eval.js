@@ -1,5 +1,6 @@
 // The evaluation page: saved `xmodal eval --json` reports as metric tables, Recall@K and
-// precision-recall plots, and a side-by-side comparison of two models.
+// precision-recall plots, and a side-by-side comparison of two models (with paired significance
+// tests from /api/reports/compare when both reports hold per-query values).
 "use strict";
 
 const DIRECTION_NAMES = { i2t: "image → text (annotation)", t2i: "text → image (search)" };
@@ -59,11 +60,24 @@ function paperMetrics(r) {
   return out;
 }
 
-function metricsTable(reports, metricsOf, attrs) {
+// "0.0002 *": corrected p of B against A; * B significantly better, † worse.
+function pCell(c) {
+  if (!c) return el("td", {}, "");
+  const p = c.p_corrected;
+  const text = p >= 0.001 ? p.toPrecision(2) : p.toExponential(1);
+  const mark = c.significant && c.better !== null ? (c.better ? " *" : " †") : "";
+  const cls = mark ? (c.better ? "better" : "worse") : "";
+  const title = `B − A = ${fmt(c.difference)} [${fmt(c.ci_low)}, ${fmt(c.ci_high)}], p = ${c.p_value.toPrecision(2)}`;
+  return el("td", { class: cls, title }, text + mark);
+}
+
+// sig: {metric: comparison} of one direction from /api/reports/compare, or null.
+function metricsTable(reports, metricsOf, attrs, sig) {
   const names = [];
   for (const r of reports) for (const m of Object.keys(metricsOf(r))) if (!names.includes(m)) names.push(m);
   const head = el("tr", {}, el("th", {}, "metric"), ...reports.map((r) => el("th", {}, label(r))));
   if (reports.length === 2) head.append(el("th", {}, "B − A"));
+  if (sig) head.append(el("th", { title: "corrected p-value of B against A" }, "p"));
   const body = names.map((m) => {
     const values = reports.map((r) => metricsOf(r)[m]);
     const row = el("tr", {}, el("td", {}, m), ...values.map((v) => el("td", {}, fmt(v))));
@@ -75,14 +89,20 @@ function metricsTable(reports, metricsOf, attrs) {
         row.append(el("td", { class: d === 0 ? "" : good ? "better" : "worse" }, (d > 0 ? "+" : "") + fmt(d)));
       } else row.append(el("td", {}, "–"));
     }
+    if (sig) row.append(pCell(sig[m]));
     return row;
   });
   return el("table", { class: "metrics", ...attrs }, el("thead", {}, head), el("tbody", {}, ...body));
 }
 
-function directionBlock(reports, dir) {
+function directionBlock(reports, dir, significance) {
   const block = el("section", { class: "direction" }, el("h3", {}, DIRECTION_NAMES[dir] || dir));
-  block.append(metricsTable(reports, directionMetrics(dir), { "data-direction": dir }));
+  let sig = null;
+  if (significance) {
+    sig = {};
+    for (const c of significance.comparisons) if (c.direction === dir) sig[c.metric] = c;
+  }
+  block.append(metricsTable(reports, directionMetrics(dir), { "data-direction": dir }, sig));
   const plots = el("div", { class: "plots" });
   const recall = reports.map((r) => ({ name: label(r), points: recallCurve(r, dir) }));
   if (recall.some((s) => s.points.length)) {
@@ -125,16 +145,29 @@ async function render() {
   try {
     const reports = await Promise.all(names.map((n) => api("/api/reports/" + n.split("/").map(encodeURIComponent).join("/"))));
     view.append(headerTable(reports));
+    let significance = null;
+    let sigNote = "";
+    if (reports.length === 2 && reports.every((r) => r.per_query)) {
+      status.textContent = "Testing significance…";
+      try {
+        significance = await api(`/api/reports/compare?a=${encodeURIComponent(a)}&b=${encodeURIComponent(b)}`);
+      } catch (err) {
+        sigNote = " No significance tests: " + err.message;
+      }
+    } else if (reports.length === 2) {
+      sigNote = " No significance tests: they need per-query values (xmodal eval --per-query).";
+    }
     const dirs = [];
     for (const r of reports) for (const d of Object.keys(r.directions)) if (!dirs.includes(d)) dirs.push(d);
-    const container = el("div", { class: "compare" }, ...dirs.map((d) => directionBlock(reports, d)));
+    const container = el("div", { class: "compare" }, ...dirs.map((d) => directionBlock(reports, d, significance)));
+    if (significance) view.append(el("p", { class: "muted small", id: "significance-legend" }, "p: the corrected p-value of B against A (hover for the difference and its CI). " + significance.legend));
     view.append(container);
     if (reports.some((r) => Object.keys(paperMetrics(r)).length)) {
       view.append(el("section", { class: "paper-metrics" },
         el("h3", {}, "The protocol's paper metrics"),
         metricsTable(reports, paperMetrics, { "data-paper": "1" })));
     }
-    status.textContent = reports.length === 2 ? "Comparing A and B (green: B is better)." : "";
+    status.textContent = reports.length === 2 ? "Comparing A and B (green: B is better)." + sigNote : "";
   } catch (err) {
     status.textContent = "Could not load the report: " + err.message;
   }

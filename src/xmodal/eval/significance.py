@@ -1,0 +1,186 @@
+"""Compare saved evaluation runs with significance tests (``xmodal compare``, the web page's A/B
+view), in the spirit of ranx's ``compare``.
+
+A run is the report ``xmodal eval --per-query --output RUN.json`` writes: ``protocol``,
+``n_queries`` and ``per_query[direction][metric]`` (one value per query, ``None`` where a query has
+no value). :func:`compare_runs` tests every other run against a baseline, per direction and metric,
+on the per-query numbers paired by query:
+
+- ``"randomization"``: two-sided paired sign-flip test of the mean difference
+  (``scipy.stats.permutation_test``, :func:`xmodal.eval.stats.permutation_test`);
+- ``"t"``: paired t-test (``scipy.stats.ttest_rel``);
+- ``"mcnemar"``: exact McNemar test, for binary per-query metrics (hit or miss, e.g. R@1).
+
+Each comparison also gets a percentile bootstrap confidence interval of the mean difference.
+p-values are corrected (Holm, Benjamini-Hochberg, or none) within each family of comparisons of one
+direction and metric (the other runs against the baseline). The result is plain JSON; its renderers
+are in :mod:`xmodal.eval.significance_render`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from xmodal.errors import XmodalError
+from xmodal.eval.compare import paired_test
+from xmodal.eval.stats import CORRECTIONS, adjust_pvalues, bootstrap_ci, paired_values
+
+TESTS = ("randomization", "t", "mcnemar")
+_PAIRED_TEST = {"randomization": "permutation", "t": "t", "mcnemar": "mcnemar"}
+DEFAULT_METRICS = ("R@1", "R@5", "R@10", "MAP")
+LOWER_IS_BETTER = re.compile(r"^(medR|meanR|rank)$", re.IGNORECASE)
+RERUN = "re-run `xmodal eval ... --per-query --output RUN.json`"
+
+
+def load_run(path: str | Path) -> dict[str, Any]:
+    """A saved run (``xmodal eval --per-query --output``), named after its file."""
+    path = Path(path)
+    try:
+        run = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise XmodalError(f"no run file {str(path)!r}") from None
+    except (OSError, ValueError, UnicodeDecodeError) as exc:
+        raise XmodalError(f"{path} is not a JSON report: {exc}") from None
+    if not isinstance(run, dict) or not isinstance(run.get("directions"), dict):
+        raise XmodalError(f"{path} is not an `xmodal eval` report (it has no 'directions')")
+    run.setdefault("name", path.stem)
+    return run
+
+
+def _names(runs: Sequence[dict]) -> list[str]:
+    names: list[str] = []
+    for i, r in enumerate(runs):
+        base = str(r.get("name") or r.get("model") or f"run {i + 1}")
+        name, k = base, 2
+        while name in names:
+            name, k = f"{base} ({k})", k + 1
+        names.append(name)
+    return names
+
+
+def _check(runs: Sequence[dict], names: list[str]) -> None:
+    """Same protocol, directions and queries in every run, and per-query values in each."""
+    if len(runs) < 2:
+        raise XmodalError("compare needs at least two runs")
+    for name, r in zip(names, runs, strict=True):
+        if not isinstance(r.get("per_query"), dict) or not r["per_query"]:
+            raise XmodalError(f"run {name!r} has no per-query values: {RERUN}")
+    first, name0 = runs[0], names[0]
+    for name, r in zip(names[1:], runs[1:], strict=True):
+        if r.get("protocol") != first.get("protocol"):
+            raise XmodalError(f"run {name!r} is on protocol {r.get('protocol')!r}, run {name0!r} on "
+                              f"{first.get('protocol')!r}: compare runs of the same protocol")
+        if set(r["per_query"]) != set(first["per_query"]):
+            raise XmodalError(f"run {name!r} has directions {sorted(r['per_query'])}, run {name0!r} "
+                              f"{sorted(first['per_query'])}")
+        if r.get("n_queries") != first.get("n_queries"):
+            raise XmodalError(f"run {name!r} has {r.get('n_queries')} queries, run {name0!r} "
+                              f"{first.get('n_queries')}: compare runs on the same queries")
+
+
+def _values(run: dict, name: str, direction: str, metric: str) -> np.ndarray:
+    pq = run["per_query"][direction]
+    if metric not in pq:
+        raise XmodalError(f"run {name!r} has no per-query {metric!r} for {direction}; it has "
+                          f"{', '.join(pq)}")
+    v = np.array([np.nan if x is None else x for x in pq[metric]], dtype=np.float64)
+    n = (run.get("n_queries") or {}).get(direction)
+    if n is not None and len(v) != n:
+        raise XmodalError(f"run {name!r} has {len(v)} per-query {metric} values for {direction} "
+                          f"but {n} queries: {RERUN}")
+    return v
+
+
+def _metrics(runs: Sequence[dict], metrics: Sequence[str] | None) -> list[str]:
+    common = [m for d in runs[0]["per_query"].values() for m in d]
+    common = [m for i, m in enumerate(common) if m not in common[:i]
+              and all(m in d for r in runs for d in r["per_query"].values())]
+    if metrics:
+        return list(metrics)
+    chosen = [m for m in DEFAULT_METRICS if m in common]
+    if not chosen and not common:
+        raise XmodalError("the runs share no per-query metric")
+    return chosen or common
+
+
+def compare_runs(
+    runs: Sequence[dict],
+    metrics: Sequence[str] | None = None,
+    test: str = "randomization",
+    correction: str = "holm",
+    n_resamples: int = 10000,
+    seed: int = 0,
+    alpha: float = 0.05,
+    baseline: int = 0,
+    confidence: float = 0.95,
+) -> dict[str, Any]:
+    """Every run against ``runs[baseline]``, per direction and metric: means, difference (run -
+    baseline), its bootstrap CI, p-value, corrected p-value, and whether it is significant at
+    ``alpha`` (corrected). ``better`` says whether the run beats the baseline (lower is better for
+    ranks). Returns plain JSON (see the module docstring)."""
+    if test not in TESTS:
+        raise XmodalError(f"unknown test {test!r}; choose from {', '.join(TESTS)}")
+    if correction not in CORRECTIONS:
+        raise XmodalError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}")
+    names = _names(runs)
+    _check(runs, names)
+    if not 0 <= baseline < len(runs):
+        raise XmodalError(f"baseline {baseline} is not one of the {len(runs)} runs")
+    metrics = _metrics(runs, metrics)
+    directions = list(runs[0]["per_query"])
+    means: dict[str, dict[str, dict[str, float | None]]] = {n: {} for n in names}
+    rows: list[dict[str, Any]] = []
+    base = names[baseline]
+    for direction in directions:
+        for metric in metrics:
+            values = [_values(r, n, direction, metric) for n, r in zip(names, runs, strict=True)]
+            for n, v in zip(names, values, strict=True):
+                means[n].setdefault(direction, {})[metric] = (
+                    None if np.isnan(v).all() else float(np.nanmean(v)))
+            family = []
+            for i, (n, v) in enumerate(zip(names, values, strict=True)):
+                if i == baseline:
+                    continue
+                a, b = paired_values(values[baseline], v)
+                if test == "mcnemar" and not np.isin(np.r_[a, b], (0.0, 1.0)).all():
+                    raise XmodalError(f"McNemar's test needs hit/miss per-query values (0 or 1, "
+                                      f"e.g. R@1); {metric} is not: use --test randomization or t")
+                lo, hi = bootstrap_ci(a, b, n_resamples, seed, confidence)
+                diff = float(np.mean(b - a))
+                lower = bool(LOWER_IS_BETTER.match(metric))
+                family.append({
+                    "run": n, "direction": direction, "metric": metric,
+                    "baseline_mean": float(np.mean(a)), "run_mean": float(np.mean(b)),
+                    "difference": diff, "ci_low": lo, "ci_high": hi, "n_pairs": len(a),
+                    "p_value": paired_test(a, b, _PAIRED_TEST[test], n_resamples, seed),
+                    "better": None if diff == 0 else (diff < 0) == lower,
+                })
+            corrected = adjust_pvalues([c["p_value"] for c in family], correction)
+            for c, pc in zip(family, corrected, strict=True):
+                c["p_corrected"] = float(pc)
+                c["significant"] = bool(pc <= alpha)
+            rows.extend(family)
+    return {
+        "protocol": runs[0].get("protocol"),
+        "runs": [{"name": n, "model": r.get("model")} for n, r in zip(names, runs, strict=True)],
+        "baseline": base,
+        "directions": directions,
+        "metrics": metrics,
+        "lower_is_better": [m for m in metrics if LOWER_IS_BETTER.match(m)],
+        "n_queries": runs[0].get("n_queries"),
+        "test": test,
+        "correction": correction,
+        "correction_family": "the runs compared with the baseline, per direction and metric",
+        "alpha": alpha,
+        "confidence": confidence,
+        "n_resamples": n_resamples,
+        "seed": seed,
+        "means": means,
+        "comparisons": rows,
+    }
