@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import typer
+from rich.console import Console
 from rich.table import Table
 
 from xmodal.cli._app import app, console
@@ -16,16 +17,27 @@ SHOWN = ["R@1", "R@5", "R@10", "medR", "R-P", "mAP@R", "MAP", "nDCG@10"]
 
 @app.command("eval")
 def eval_command(
-    protocol: str = typer.Option(..., "--protocol", "-p", help="Protocol name (list them with `xmodal protocols`)."),
-    model: str = typer.Option(
-        "random", "--model", "-m",
+    protocols: list[str] = typer.Option(
+        ..., "--protocol", "-p", help="Protocol name (list them with `xmodal protocols`); repeat "
+        "it (with --out) for a sweep."),
+    models: list[str] = typer.Option(
+        ["random"], "--model", "-m",
         help="Registered model name (e.g. dual, scm, ksm-qe, hodosh-tri5sem, crm-wide; an unknown "
-        "name prints the full list) or a saved model directory.",
+        "name prints the full list), a saved model directory, openclip:ARCH:CKPT, "
+        "python:MODULE:FACTORY or precomputed embeddings FILE.npz; repeat it (with --out) for a "
+        "sweep.",
     ),
-    data: Path | None = typer.Option(
+    data_args: list[str] | None = typer.Option(
         None, "--data", help="Data root (default: $XMODAL_DATA); for -p folder, your photo folder; "
-        "for -p cc-heldout / cc-dev, the CC18K folder (default: $XMODAL_CC_DATA or ../data/cc18k)."
+        "for -p cc-heldout / cc-dev, the CC18K folder (default: $XMODAL_CC_DATA or ../data/cc18k); "
+        "for -p coco5k / coco1k / eccv / cxc / flickr30k / xm3600 / webdataset / hf-dataset, your "
+        "local copy; for -p caption-file, the CSV / JSONL. In a sweep, PROTOCOL=DIR gives one "
+        "protocol its own (repeatable)."
     ),
+    out: Path | None = typer.Option(
+        None, "--out", help="Sweep folder: every -m x every -p, one JSON per finished cell "
+        "(cells/), cached embeddings (cache/), results.csv / .parquet / .md; rerun the same "
+        "command to resume."),
     captions: Path | None = typer.Option(
         None, "--captions", help="For -p folder: CSV (image,caption) or JSONL caption file, image "
         "names relative to the folder."
@@ -64,12 +76,37 @@ def eval_command(
       xmodal eval -p skimage-ood -m dual   # 13 sample photos among 1,000 Flickr8K distractors
 
       xmodal eval -p flickr8k-5cap -m dual-qb   # + querybank of its training data (needs CC18k)
+
+      xmodal eval -p coco5k --data ~/data/coco -m openclip:ViT-B-32:ckpt.pt   # your COCO copy
+
+      xmodal eval -p flickr30k --data ~/data/flickr30k -m python:mypkg.models:make_clip
+
+      xmodal eval -m dual -m random -p flickr8k-5cap -p skimage-ood --out runs/   # a sweep
     """
+    from xmodal.eval.protocols import list_protocols
+
+    data_map: dict[str, Path] = {}
+    for entry in data_args or []:
+        name, sep, value = entry.partition("=")
+        if sep and name in list_protocols():
+            data_map[name] = Path(value).expanduser()
+        else:
+            data_map[""] = Path(entry).expanduser()
+    if out is not None or len(protocols) > 1 or len(models) > 1:
+        if out is None:
+            raise XmodalError("several -m / -p make a sweep: give it a folder with --out DIR")
+        if scores is not None or positives is not None:
+            raise XmodalError("--scores and --positives are for single runs, not sweeps (--out)")
+        _sweep(models, protocols, out, data_map, captions, seed, as_json)
+        return
+    from xmodal.eval.benchmark_protocols import fold_scorer, fold_scores
     from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import evaluate, run_eval
     from xmodal.eval.score_files import load_score_file
     from xmodal.models.registry import get_scorer
 
+    protocol, model = protocols[0], models[0]
+    data = data_map.get(protocol, data_map.get(""))
     if captions is not None and protocol != "folder":
         raise XmodalError("--captions is for the folder protocol (-p folder --data FOLDER)")
     proto = (get_protocol(protocol, data, captions=captions) if protocol == "folder"
@@ -82,11 +119,11 @@ def eval_command(
         import time
 
         t0 = time.perf_counter()
-        given = load_score_file(scores, proto)
+        given = fold_scores(proto, load_score_file(scores, proto))
         report = evaluate(proto, given, model=str(scores), seed=seed, per_query=per_query)
         report["elapsed_s"] = time.perf_counter() - t0
     else:
-        scorer = get_scorer(model, protocol)
+        scorer = fold_scorer(proto, get_scorer(model, protocol))
         report = run_eval(proto, scorer, model=model, seed=seed, per_query=per_query)
     text = json.dumps(report, indent=2)
     if output is not None:
@@ -109,6 +146,42 @@ def eval_command(
     console.print(table)
     _print_paper_metrics(report.get("paper_metrics") or {})
     console.print(f"[dim]metrics as percentages; medR is a rank. {report['elapsed_s']:.2f} s[/]")
+
+
+def _sweep(models: list[str], protocols: list[str], out: Path, data: dict, captions,
+           seed: int, as_json: bool) -> None:
+    """Run (or resume) the grid with progress on stderr, then write and show the tables."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from xmodal.eval.sweep import run_sweep
+    from xmodal.eval.sweep_table import to_markdown, write_tables
+
+    err = Console(stderr=True)
+    total = len(models) * len(protocols)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err, transient=False) as bar:
+        task = bar.add_task("sweep", total=total)
+
+        def progress(event: str, protocol: str, model: str, detail: str) -> None:
+            if event == "start":
+                bar.update(task, description=f"{protocol} · {model}")
+                return
+            bar.advance(task)
+            mark = {"skip": "[dim]done before[/]", "done": f"[green]{detail}[/]",
+                    "error": f"[red]{detail}[/]"}[event]
+            bar.console.print(f"{protocol} · {model}: {mark}")
+
+        result = run_sweep(models, protocols, out, data=data, captions=captions, seed=seed,
+                           progress=progress)
+    rows = write_tables(out, models, protocols)
+    summary = {"out": str(out), "computed": result["computed"], "resumed": result["resumed"],
+               "errors": result["errors"], "rows": rows}
+    if as_json:
+        typer.echo(json.dumps(summary, indent=2))
+        return
+    typer.echo(to_markdown(rows, result["errors"]))
+    err.print(f"{len(result['computed'])} cells computed, {len(result['resumed'])} done before, "
+              f"{len(result['errors'])} could not run; tables: {out}/results.csv, .parquet, .md")
 
 
 def _print_paper_metrics(pm: dict) -> None:

@@ -11,6 +11,7 @@ import os
 from typing import Any
 
 from xmodal.errors import XmodalError
+from xmodal.eval import benchmark_protocols  # noqa: F401  (registers the local benchmarks)
 from xmodal.eval.protocol_builders import BUILDERS, register
 from xmodal.eval.protocol_types import Direction, Protocol, pairs_to_relevance
 

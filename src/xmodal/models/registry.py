@@ -11,7 +11,9 @@ Three kinds of name, one path each:
   (:mod:`xmodal.recipes.settings`) builds the scorer;
 - a saved model directory: :func:`xmodal.models.load` reads it, and the recipe that declares its
   ``type`` in ``SAVED_MODEL_SCORERS`` scores it;
-- ``openclip:ARCH:CHECKPOINT``: an open_clip model, scored like any joint-space model.
+- ``openclip:ARCH:CHECKPOINT``: an open_clip model, scored like any joint-space model;
+- ``python:MODULE:FACTORY`` (an object with ``embed_images`` / ``embed_texts``) or ``FILE.npz``
+  (precomputed embeddings with image and text ids): :mod:`xmodal.models.embedding_specs`.
 """
 
 from __future__ import annotations
@@ -46,7 +48,11 @@ def _saved_model_scorer(path: Path, protocol_name: str) -> Scorer:
 
 
 def get_scorer(name_or_path: str, protocol_name: str) -> Scorer:
-    """The scorer for a registered model name or a saved model directory."""
+    """The scorer for a registered model name, a saved model directory or a model spec."""
+    if name_or_path.startswith("python:") or name_or_path.endswith(".npz"):
+        from xmodal.models.embedding_specs import spec_scorer
+
+        return spec_scorer(name_or_path)
     path = Path(name_or_path)
     if path.is_dir():
         return _saved_model_scorer(path, protocol_name)
