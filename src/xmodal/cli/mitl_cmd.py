@@ -112,8 +112,8 @@ def propose_command(
                           "'xmodal mitl next-round' for more candidates)")
     if captions is not None and protocol != "folder":
         raise XmodalError("--captions is for the folder protocol (-p folder --data FOLDER)")
-    spec = {"name": protocol, "data": str(data) if data else None,
-            "captions": str(captions) if captions else None}
+    spec = {"name": protocol, "data": str(data.expanduser().resolve()) if data else None,
+            "captions": str(captions.expanduser().resolve()) if captions else None}
     proto = _protocol(spec)
     built = []
     for a in annotator:
@@ -196,7 +196,7 @@ def status_command(campaign: Path = CAMPAIGN,
     """How far a campaign is: queries, candidates, HITs, submitted / accepted / in review."""
     from xmodal.mitl.store import Campaign
 
-    with Campaign(campaign) as c:
+    with Campaign(campaign, readonly=True) as c:
         progress = c.progress()
     if as_json:
         _echo_json(progress)
@@ -251,22 +251,30 @@ def export_command(
     campaign: Path = CAMPAIGN,
     out: Path = typer.Argument(..., help="output directory for image_to_caption.json and "
                                "caption_to_image.json"),
-    rule: str = RULE, ties: str = TIES, min_gold_accuracy: float | None = MIN_GOLD,
+    rule: str | None = typer.Option(None, "--rule", help="as 'aggregate' (default: the settings "
+                                    "aggregate ran with; a different value is refused)"),
+    ties: str | None = typer.Option(None, "--ties", help="as 'aggregate' (default: the "
+                                    "settings aggregate ran with)"),
+    min_gold_accuracy: float | None = MIN_GOLD,
 ) -> None:
-    """Write the extended positives (original ∪ verified) in the eccv-caption JSON layout.
+    """Write the extended positives (original ∪ verified) in the eccv-caption JSON layout,
+    with the settings 'xmodal mitl aggregate' ran with (recorded in mitl_export.json).
 
-    Example: xmodal mitl export flickr.db flickr-positives/ &&
+    Example: xmodal mitl aggregate flickr.db --min-gold-accuracy 0.7 &&
+    xmodal mitl export flickr.db flickr-positives/ &&
     xmodal eval -p flickr8k-hodosh -m dual --positives flickr-positives/
     """
     from xmodal.mitl.aggregate import verdicts
-    from xmodal.mitl.export import export
+    from xmodal.mitl.export import export, export_settings
     from xmodal.mitl.store import Campaign
 
-    with Campaign(campaign) as c:
-        found, _ = verdicts(c, rule, ties, min_gold_accuracy)
+    with Campaign(campaign, readonly=True) as c:
+        settings = export_settings(c.result("aggregate"), {
+            "rule": rule, "ties": ties, "min_gold_accuracy": min_gold_accuracy})
+        found, dropped = verdicts(c, **settings)
         if not found:
             raise XmodalError(f"{campaign}: no accepted judgments yet; nothing to export")
-        result = export(_campaign_protocol(c), found, out)
+        result = export(_campaign_protocol(c), found, out, settings, campaign, dropped)
     _echo_json(result)
 
 
@@ -301,7 +309,11 @@ def simulate_command(
     model: list[str] | None = typer.Option(None, "--model", "-m", help="extra models ranked "
                                            "in the Table-5 study"),
     campaign: Path | None = typer.Option(None, "--campaign", help="campaign database to "
-                                         "create (default: mitl-PROTOCOL-JUDGMENTS.db here)"),
+                                         "create (replaced if an earlier simulation made it; "
+                                         "default: mitl-PROTOCOL-JUDGMENTS.db in --out)"),
+    out_dir: Path | None = typer.Option(None, "--out", help="folder for the simulation's "
+                                        "campaign databases (default: a new temporary "
+                                        "folder)"),
     queries: int = typer.Option(0, "--queries", "-n", help="queries per direction (0 = all)"),
     size: int = typer.Option(16, "--size"),
     replication: int = typer.Option(3, "--judgments-per-pair"),
@@ -340,7 +352,12 @@ def simulate_command(
 
         ds = proto.dataset if hasattr(proto.dataset, "expert") else load_flickr8k(data)
         recorded = recorded_from_flickr8k(ds, judgments)
-    campaign = campaign or Path(f"mitl-{protocol}-{judgments}.db")
+    if campaign is None:
+        import tempfile
+
+        folder = out_dir or Path(tempfile.mkdtemp(prefix="xmodal-mitl-sim-"))
+        campaign = folder / f"mitl-{protocol}-{judgments}.db"
+    console.print(f"[dim]simulated campaign: {campaign}[/]")
     report = run_simulated_study(
         proto, recorded, judgments, campaign, annotator or DEFAULT_ANNOTATORS,
         DEFAULT_EXTRA_MODELS if model is None else model, queries or None, 5, size,

@@ -80,6 +80,18 @@ def serve(
             hosts.append("*")  # any name reaches it; the token protects it
     else:
         hosts.append(host)
+    if campaign is not None:
+        from xmodal.mitl.store import Campaign
+
+        with Campaign(campaign, readonly=True) as c:  # images checked before anyone judges
+            missing = c.missing_images()
+        if missing:
+            shown = "\n  ".join(missing[:10])
+            more = f"\n  … and {len(missing) - 10} more" if len(missing) > 10 else ""
+            raise XmodalError(f"{campaign}: {len(missing)} image(s) of the campaign are not "
+                              f"found, so workers could not see them:\n  {shown}{more}\nmove "
+                              "the photos back or correct the paths in the campaign's images "
+                              "table")
     index = None
     if ann is not None:
         from xmodal.scale.ann_search import AnnCollection

@@ -7,6 +7,7 @@ layout of ``eccv_caption/data/*_image_to_caption.json``; ``xmodal mitl export`` 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -16,6 +17,17 @@ from xmodal.eval.protocol_types import Protocol, pairs_to_relevance
 
 I2T_FILE = "image_to_caption.json"
 T2I_FILE = "caption_to_image.json"
+EXPORT_FILE = "mitl_export.json"  # where the positives come from ('xmodal mitl export')
+
+
+def positives_digest(path: str | Path) -> str:
+    """SHA-256 over the two positives files (name, length and bytes of each, in order)."""
+    h = hashlib.sha256()
+    for name in (I2T_FILE, T2I_FILE):
+        data = (Path(path) / name).read_bytes()
+        h.update(f"{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
 
 
 def _read(path: Path) -> dict[str, list[str]]:
@@ -66,6 +78,27 @@ def apply_positives(protocol: Protocol, image_to_caption: dict[str, list[str]],
     return replace(protocol, directions=directions, notes=notes.strip())
 
 
+def positives_record(path: str | Path) -> dict:
+    """What an evaluation report records about the positives it used: the folder, the files'
+    digest, and the export record that ``xmodal mitl export`` wrote beside them (if any)."""
+    path = Path(path)
+    record: dict = {"source": str(path.resolve()), "sha256": positives_digest(path)}
+    meta = path / EXPORT_FILE
+    if meta.is_file():
+        try:
+            exported = json.loads(meta.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            exported = None
+        if isinstance(exported, dict):
+            record["export"] = {k: exported.get(k) for k in (
+                "campaign", "protocol", "aggregate", "dropped_workers", "sha256",
+                "exported_at")}
+            record["matches_export"] = exported.get("sha256") == record["sha256"]
+    return record
+
+
 def with_positives(protocol: Protocol, path: str | Path) -> Protocol:
-    """``protocol`` with its relevance replaced by the positives directory ``path``."""
-    return apply_positives(protocol, *load_positives(path), source=str(path))
+    """``protocol`` with its relevance replaced by the positives directory ``path``; its
+    ``extra["positives"]`` (source, digest, export record) goes into the evaluation report."""
+    out = apply_positives(protocol, *load_positives(path), source=str(path))
+    return replace(out, extra={**out.extra, "positives": positives_record(path)})

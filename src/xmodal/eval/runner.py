@@ -68,6 +68,8 @@ def evaluate(
             report.setdefault("curves", {})[name] = curves(s, d.query_relevance)
     if protocol.paper_metrics is not None:
         report["paper_metrics"] = protocol.paper_metrics(scores)
+    if protocol.extra.get("positives"):  # evaluated against other positives: which ones
+        report["positives"] = protocol.extra["positives"]
     report["metrics_s"] = time.perf_counter() - t0
     if per_query:
         report["per_query"] = {

@@ -2,13 +2,38 @@
 
 from __future__ import annotations
 
+import json
+import time
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from xmodal.eval.positives import write_positives
+from xmodal.errors import XmodalError
+from xmodal.eval.positives import EXPORT_FILE, positives_digest, write_positives
 from xmodal.eval.protocol_types import Protocol
 from xmodal.mitl.aggregate import Verdict
+
+SETTINGS = ("rule", "ties", "min_gold_accuracy")
+DEFAULTS = {"rule": "eccv", "ties": "negative", "min_gold_accuracy": None}
+
+
+def export_settings(stored: dict[str, Any] | None, given: dict[str, Any]) -> dict[str, Any]:
+    """The aggregation settings an export uses: those ``aggregate`` ran with (stored in the
+    campaign), completed by the defaults; an option given that differs from them is refused,
+    so an export never holds answers that the reported aggregation dropped."""
+    if stored is None:
+        return {k: DEFAULTS[k] if given.get(k) is None else given[k] for k in SETTINGS}
+    used = {k: stored.get(k, DEFAULTS[k]) for k in SETTINGS}
+    differ = {k: v for k, v in given.items() if v is not None and v != used[k]}
+    if differ:
+        ran = " ".join(f"--{k.replace('_', '-')} {used[k]}" for k in SETTINGS
+                       if used[k] is not None)
+        asked = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in differ.items())
+        raise XmodalError(f"'xmodal mitl aggregate' ran with {ran or 'its defaults'}, export "
+                          f"was asked for {asked}: the exported positives would not be the "
+                          "aggregated ones. Run 'xmodal mitl aggregate' with the settings you "
+                          "want (export then uses them), or drop the export options.")
+    return used
 
 
 def extended_positives(protocol: Protocol, found: list[Verdict]) -> tuple[dict, dict]:
@@ -30,11 +55,25 @@ def extended_positives(protocol: Protocol, found: list[Verdict]) -> tuple[dict, 
     return ({k: sorted(v) for k, v in i2c.items()}, {k: sorted(v) for k, v in c2i.items()})
 
 
-def export(protocol: Protocol, found: list[Verdict], out: str | Path) -> dict[str, Any]:
+def export(protocol: Protocol, found: list[Verdict], out: str | Path,
+           settings: dict[str, Any] | None = None, campaign: str | Path | None = None,
+           dropped_workers: list[str] | None = None) -> dict[str, Any]:
+    """Write the positives folder, with ``mitl_export.json``: where they come from (campaign,
+    protocol, aggregation settings, dropped workers, counts) and the files' digest."""
     i2c, c2i = extended_positives(protocol, found)
     write_positives(out, i2c, c2i)
     n_orig = {n: int(d.relevance.nnz) for n, d in protocol.directions.items()}
-    return {"out": str(out), "verified_positive": sum(1 for v in found if v.positive),
-            "original_positives": n_orig,
-            "extended_positives": {"i2t": sum(map(len, i2c.values())),
-                                   "t2i": sum(map(len, c2i.values()))}}
+    result = {"out": str(out), "verified_positive": sum(1 for v in found if v.positive),
+              "original_positives": n_orig,
+              "extended_positives": {"i2t": sum(map(len, i2c.values())),
+                                     "t2i": sum(map(len, c2i.values()))}}
+    record = {"campaign": str(Path(campaign).resolve()) if campaign else None,
+              "protocol": protocol.name,
+              "aggregate": {k: (settings or DEFAULTS).get(k) for k in SETTINGS},
+              "dropped_workers": dropped_workers or [],
+              "pairs_with_verdict": len(found), **result, "out": str(Path(out).resolve()),
+              "sha256": positives_digest(out), "exported_at": time.time()}
+    (Path(out) / EXPORT_FILE).write_text(json.dumps(record, indent=1) + "\n")
+    result["aggregate"] = record["aggregate"]
+    result["sha256"] = record["sha256"]
+    return result

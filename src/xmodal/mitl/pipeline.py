@@ -47,6 +47,27 @@ def copy_campaign(campaign: Campaign, path: Path) -> Campaign:
     return Campaign(path)
 
 
+def round2_path(campaign_path: Path, strategy: str) -> Path:
+    return campaign_path.with_name(f"{campaign_path.stem}-round2-{strategy}.db")
+
+
+def replace_simulated(campaign_path: Path) -> None:
+    """Remove an earlier simulation's campaign (and its round-2 copies) so that the simulation
+    can run again; any other file at that path is refused, never overwritten."""
+    try:
+        with Campaign(campaign_path, readonly=True) as old:
+            simulated = old.meta("simulated")
+    except XmodalError:
+        simulated = None
+    if not simulated:
+        raise XmodalError(f"{campaign_path} exists and is not a simulated campaign; choose "
+                          "another --campaign or --out")
+    for path in (campaign_path, *(round2_path(campaign_path, s) for s in ("targeted",
+                                                                           "deeper"))):
+        for extra in ("", "-wal", "-shm"):
+            Path(f"{path}{extra}").unlink(missing_ok=True)
+
+
 def run_simulated_study(
     protocol: Protocol,
     recorded: Recorded,
@@ -64,8 +85,10 @@ def run_simulated_study(
     log: Log = lambda _: None,
 ) -> dict[str, Any]:
     """Run the loop and the study; every step is stored in the campaign at ``campaign_path``."""
+    campaign_path = Path(campaign_path)
     if campaign_path.exists():
-        raise XmodalError(f"{campaign_path} already exists; choose a new --campaign path")
+        replace_simulated(campaign_path)
+    campaign_path.parent.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
     scores: dict[str, dict[str, np.ndarray]] = {}
     built: list[Annotator] = []
@@ -77,6 +100,7 @@ def run_simulated_study(
             built.append(a)
     campaign = Campaign(campaign_path, create=True)
     campaign.set_meta_now("protocol", {"name": protocol.name})
+    campaign.set_meta_now("simulated", source)
     log("proposing candidates")
     proposal = propose(campaign, protocol, built, n_queries, k, seed, judge_originals=True)
     hits = make_hits(campaign, protocol, size, replication, seed)
@@ -106,8 +130,7 @@ def run_simulated_study(
     curves = {"round 1": yield_curve(campaign, 1)}
     report["round2"] = {"budget": budget}
     for strategy in ("targeted", "deeper"):
-        copy = copy_campaign(campaign, campaign_path.with_name(
-            f"{campaign_path.stem}-round2-{strategy}.db"))
+        copy = copy_campaign(campaign, round2_path(campaign_path, strategy))
         log(f"round 2 ({strategy}): {budget} more pairs")
         added = propose_next_round(copy, protocol, budget, strategy)
         make_hits(copy, protocol, size, replication, seed + 1)

@@ -117,7 +117,9 @@ def propose(
     positives = positive_pairs(protocol)
     queries = sample_queries(protocol, n_queries, seed)
     ds = protocol.dataset
-    paths = [str(ds.image_path(i)) if hasattr(ds, "image_path") else None for i in image_ids]
+    # absolute, so the campaign can be served and exported from any folder
+    paths = [str(Path(ds.image_path(i)).expanduser().resolve()) if hasattr(ds, "image_path")
+             else None for i in image_ids]
 
     by_annotator: dict[str, set[tuple[int, int]]] = {a.name: set() for a in annotators}
     proposed = {a.name: 0 for a in annotators}

@@ -28,7 +28,8 @@ from xmodal.errors import XmodalError
 from xmodal.mitl.answers import is_gold_correct
 
 SCHEMA_VERSION = 1
-DEFAULT_LEASE_S = 2 * 3600.0
+DEFAULT_LEASE_S = 2 * 3600.0  # counted from the assignment's last activity (active_at)
+MAX_REASON_CHARS = 2000
 LIVE = ("active", "review", "accepted")  # assignment states that hold a judgment slot
 
 SCHEMA = """
@@ -98,11 +99,24 @@ CREATE TABLE IF NOT EXISTS reviews (
     note TEXT, decided_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS results (name TEXT PRIMARY KEY, json TEXT NOT NULL,
     created_at REAL NOT NULL);
+-- workers of a crowd platform (MTurk WorkerId, Prolific PID, Label Studio annotator)
+CREATE TABLE IF NOT EXISTS external_workers (
+    worker_id INTEGER PRIMARY KEY REFERENCES workers(id),
+    platform TEXT NOT NULL, external_id TEXT NOT NULL, UNIQUE (platform, external_id));
+-- assignments imported from a crowd platform: its own id and the work time it reported
+CREATE TABLE IF NOT EXISTS external_assignments (
+    assignment_id INTEGER PRIMARY KEY REFERENCES assignments(id),
+    platform TEXT NOT NULL, external_id TEXT NOT NULL, work_s REAL,
+    UNIQUE (platform, external_id));
 """
 
 
 class CampaignConflict(XmodalError):
     """A request that the campaign's current state forbids (already submitted, slot taken)."""
+
+
+class SelfReview(XmodalError):
+    """A reviewer tried to decide a HIT they judged themselves."""
 
 
 @dataclass(frozen=True)
@@ -127,13 +141,71 @@ def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
+def check_campaign_file(path: Path) -> None:
+    """Refuse an existing file that is not a campaign (another SQLite database, or not SQLite):
+    a campaign is recognised by its ``meta`` table's ``schema_version``."""
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head != b"SQLite format 3\x00":
+        raise XmodalError(f"{path} is not a campaign database (not an SQLite file)")
+    try:
+        conn = open_readonly(path)
+        try:
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE "
+                                                 "type = 'table'")}
+            ok = "meta" in tables and conn.execute(
+                "SELECT 1 FROM meta WHERE key = 'schema_version'").fetchone() is not None
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise XmodalError(f"{path} is not a usable campaign database: {exc}") from exc
+    if tables and not ok:
+        raise XmodalError(f"{path} is an SQLite database but not an xmodal campaign (no "
+                          f"campaign 'meta'; its tables: {', '.join(sorted(tables)[:8])}); "
+                          "nothing was changed")
+
+
+def open_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection; works on a file or folder this process may not write (then
+    SQLite's WAL index cannot be created, and the file is opened as immutable)."""
+    uri = Path(path).resolve().as_uri()
+    try:
+        conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, check_same_thread=False)
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+    except sqlite3.OperationalError:
+        conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, check_same_thread=False)
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        return conn
+
+
+# columns added after schema version 1 (ALTER TABLE ... ADD COLUMN on open): the last activity
+# of an assignment (a lease runs from it) and its draft's version (two tabs cannot overwrite)
+ADDED_COLUMNS = {"assignments": [("active_at", "REAL"),
+                                 ("draft_version", "INTEGER NOT NULL DEFAULT 0")]}
+
+
+def _add_columns(conn: sqlite3.Connection) -> None:
+    for table, columns in ADDED_COLUMNS.items():
+        have = {r[1] for r in conn.execute(f"PRAGMA table_info({table})")}
+        for name, decl in columns:
+            if name not in have:
+                conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
+
+
 class Campaign:
     """One campaign database. Open an existing one with ``Campaign(path, create=False)``."""
 
-    def __init__(self, path: str | Path, create: bool = False):
+    def __init__(self, path: str | Path, create: bool = False, readonly: bool = False):
         self.path = Path(path).expanduser()
+        self.readonly = readonly
         if not create and not self.path.is_file():
             raise XmodalError(f"no campaign at {self.path}: start one with 'xmodal mitl propose'")
+        if self.path.is_file() and self.path.stat().st_size > 0:
+            check_campaign_file(self.path)
+        if readonly:
+            self.conn = open_readonly(self.path)
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             # autocommit mode: transactions are opened explicitly in ``write``
@@ -146,6 +218,7 @@ class Campaign:
                 for stmt in SCHEMA.split(";"):
                     if stmt.strip():
                         c.execute(stmt)
+                _add_columns(c)
                 version = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
                 if version is None:
                     c.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
@@ -163,6 +236,19 @@ class Campaign:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def resolve_path(self, path: str | None) -> str | None:
+        """An image path as stored: absolute, or relative to the campaign file's folder."""
+        if not path:
+            return path
+        p = Path(path).expanduser()
+        return str(p if p.is_absolute() else (self.path.resolve().parent / p))
+
+    def missing_images(self) -> list[str]:
+        """Image paths (resolved) that are not files: the server cannot show these."""
+        return [p for (raw,) in self.q("SELECT path FROM images WHERE path IS NOT NULL AND "
+                                       "id IN (SELECT image_id FROM pairs)")
+                if not Path(p := self.resolve_path(raw)).is_file()]
 
     @contextmanager
     def write(self) -> Iterator[sqlite3.Connection]:
@@ -275,7 +361,7 @@ class Campaign:
     # ----- judging --------------------------------------------------------------------------
     def _expire(self, conn, lease_s: float) -> None:
         conn.execute("UPDATE assignments SET status = 'expired' WHERE status = 'active' AND "
-                     "started_at < ?", (time.time() - lease_s,))
+                     "COALESCE(active_at, started_at) < ?", (time.time() - lease_s,))
 
     def next_assignment(self, worker: Worker, lease_s: float = DEFAULT_LEASE_S) -> int | None:
         """The worker's open assignment, or a new one on a HIT that still has a free slot.
@@ -287,7 +373,9 @@ class Campaign:
             self._expire(c, lease_s)
             row = c.execute("SELECT id FROM assignments WHERE worker_id = ? AND status = "
                             "'active' ORDER BY id LIMIT 1", (worker.id,)).fetchone()
-            if row:
+            if row:  # coming back is activity: the lease runs from now
+                c.execute("UPDATE assignments SET active_at = ? WHERE id = ?",
+                          (time.time(), row[0]))
                 return row[0]
             live = ",".join(f"'{s}'" for s in LIVE)
             row = c.execute(
@@ -302,14 +390,14 @@ class Campaign:
             return cur.lastrowid
 
     def assignment(self, assignment_id: int, worker: Worker) -> dict[str, Any]:
-        row = self.q("SELECT hit_id, status, draft FROM assignments WHERE id = ? AND "
-                     "worker_id = ?", (assignment_id, worker.id))
+        row = self.q("SELECT hit_id, status, draft, draft_version FROM assignments WHERE id = ? "
+                     "AND worker_id = ?", (assignment_id, worker.id))
         if not row:
             raise XmodalError(f"assignment {assignment_id} is not yours")
-        hit, status, draft = row[0]
+        hit, status, draft, version = row[0]
         return {"assignment": assignment_id, "hit": hit, "status": status,
                 "items": [i.__dict__ for i in self.hit_items(hit)],
-                "draft": json.loads(draft) if draft else {}}
+                "draft": json.loads(draft) if draft else {}, "version": version}
 
     def hit_items(self, hit_id: int) -> list[Item]:
         rows = self.q("SELECT hi.position, p.id, p.image_id, p.text_id, t.text FROM hit_items hi "
@@ -317,12 +405,22 @@ class Campaign:
                       "WHERE hi.hit_id = ? ORDER BY hi.position", (hit_id,))
         return [Item(*r) for r in rows]
 
-    def save_draft(self, assignment_id: int, worker: Worker, draft: dict[str, Any]) -> None:
+    def save_draft(self, assignment_id: int, worker: Worker, draft: dict[str, Any],
+                   version: int | None = None) -> int:
+        """Store the draft (a save is activity: the lease runs from now); returns its new
+        version. With ``version``, a draft changed since that version (another tab) is refused."""
         with self.write() as c:
-            cur = c.execute("UPDATE assignments SET draft = ? WHERE id = ? AND worker_id = ? AND "
-                            "status = 'active'", (json.dumps(draft), assignment_id, worker.id))
-            if cur.rowcount != 1:
+            row = c.execute("SELECT draft_version FROM assignments WHERE id = ? AND worker_id = ? "
+                            "AND status = 'active'", (assignment_id, worker.id)).fetchone()
+            if row is None:
                 raise CampaignConflict(f"assignment {assignment_id} is not open for you")
+            if version is not None and row[0] != version:
+                raise CampaignConflict(
+                    f"this HIT's answers were changed in another tab or window (version "
+                    f"{row[0]}, this page has {version}); reload them or merge")
+            c.execute("UPDATE assignments SET draft = ?, draft_version = draft_version + 1, "
+                      "active_at = ? WHERE id = ?", (json.dumps(draft), time.time(), assignment_id))
+            return row[0] + 1
 
     def submit(self, assignment_id: int, worker: Worker,
                answers: dict[int, tuple[int | None, str | None]],
@@ -334,8 +432,9 @@ class Campaign:
         as None). A wrong answer on a golden pair sends the HIT to review.
         """
         with self.write() as c:
-            row = c.execute("SELECT hit_id, status, started_at FROM assignments WHERE id = ? AND "
-                            "worker_id = ?", (assignment_id, worker.id)).fetchone()
+            row = c.execute("SELECT hit_id, status, COALESCE(active_at, started_at) FROM "
+                            "assignments WHERE id = ? AND worker_id = ?",
+                            (assignment_id, worker.id)).fetchone()
             if row is None:
                 raise XmodalError(f"assignment {assignment_id} is not yours")
             hit, status, started = row
@@ -364,7 +463,11 @@ class Campaign:
                     raise XmodalError(f"the HIT is incomplete: pair {pid} has no answer")
                 if answer is not None and answer not in (1, 2, 3, 4):
                     raise XmodalError(f"answer for pair {pid} must be 1-4, got {answer!r}")
-                rows.append((assignment_id, pid, answer, (reason or "").strip()[:2000] or None))
+                reason = (reason or "").strip()
+                if len(reason) > MAX_REASON_CHARS:  # refused whole, never cut
+                    raise XmodalError(f"the reason for pair {pid} has {len(reason):,} characters; "
+                                      f"the limit is {MAX_REASON_CHARS:,}")
+                rows.append((assignment_id, pid, answer, reason or None))
             c.executemany("INSERT INTO judgments VALUES(?, ?, ?, ?)", rows)
             gold_ok = all(is_gold_correct(kinds[pid], a) for _, pid, a, _ in rows
                           if kinds[pid].startswith("gold") and a is not None)
@@ -396,6 +499,11 @@ class Campaign:
         if decision not in ("accept", "reject"):
             raise XmodalError(f"decision must be 'accept' or 'reject', not {decision!r}")
         with self.write() as c:
+            own = c.execute("SELECT worker_id FROM assignments WHERE id = ?",
+                            (assignment_id,)).fetchone()
+            if own is not None and own[0] == reviewer.id:
+                raise SelfReview("a reviewer cannot accept or reject their own HIT; another "
+                                 "reviewer decides it")
             cur = c.execute("UPDATE assignments SET status = ? WHERE id = ? AND status = 'review'",
                             ("accepted" if decision == "accept" else "rejected", assignment_id))
             if cur.rowcount != 1:
@@ -406,7 +514,7 @@ class Campaign:
     # ----- reading judgments ----------------------------------------------------------------
     def image_path(self, image_id: str) -> str | None:
         row = self.q("SELECT path FROM images WHERE id = ?", (image_id,))
-        return row[0][0] if row else None
+        return self.resolve_path(row[0][0]) if row else None
 
     def accepted_judgments(self) -> list[tuple[int, str, str, str, str, int | None]]:
         """(pair id, image id, text id, kind, worker, answer) of every accepted assignment's
@@ -419,12 +527,13 @@ class Campaign:
             "ORDER BY p.id, w.id")
 
     def submitted_gold(self) -> list[tuple[str, str, int | None]]:
-        """(worker, gold role, answer) over every submitted assignment, for gold accuracy."""
+        """(worker, gold role, answer) over every accepted assignment, for gold accuracy
+        (HITs waiting for review or rejected do not count, as for the verdicts)."""
         return self.q(
             "SELECT w.name, hi.role, j.answer FROM judgments j JOIN assignments a ON "
             "a.id = j.assignment_id JOIN workers w ON w.id = a.worker_id JOIN hit_items hi ON "
             "hi.hit_id = a.hit_id AND hi.pair_id = j.pair_id WHERE hi.role != 'judge' AND "
-            "a.submitted_at IS NOT NULL")
+            "a.status = 'accepted'")
 
     def progress(self) -> dict[str, Any]:
         one = lambda sql: self.q(sql)[0][0]  # noqa: E731
