@@ -129,6 +129,7 @@ def flickr30k_token(root: Path, photos: list[Path], kaggle: bool = False) -> tup
     if kaggle:
         lines = ["image_name| comment_number| comment"] + [
             f"{n}| {j}| {t}" for k, n in enumerate(names) for j, t in enumerate(CAPTIONS[k])]
+        lines[-1] = lines[-1].replace("| 1| ", "| 1   ")  # the file's known row without a "|"
         _write(root / "results.csv", "\n".join(lines) + "\n")
     else:  # caption #1 before #0 on purpose: order comes from the number
         lines = [f"{n}#{j}\t{CAPTIONS[k][j]}" for k, n in enumerate(names) for j in (1, 0)]

@@ -10,7 +10,9 @@ people actually keep on disk. A missing file is an error naming what was expecte
   the ``eccv-caption`` package, which are Karpathy's test split in his order). Image ids are COCO
   image ids, caption ids COCO annotation ids (Karpathy's ``sentid`` for COCO *is* the
   annotation id), so the ECCV Caption / CxC positives of :mod:`xmodal.data.eccv` apply as they
-  are. The first five captions of each image are kept (the 5K / 25K convention).
+  are. Five captions of each image are kept (the 5K / 25K convention): for the standard test
+  images, the five the eccv-caption package lists (a few images have six or seven), otherwise
+  the first five.
 - **Flickr30K** (:func:`load_flickr30k`): Karpathy's ``dataset_flickr30k.json`` or the
   official ``results_20130124.token`` (``NAME.jpg#N<TAB>caption``) or Kaggle's ``results.csv``
   (``image_name| comment_number| comment``), images in ``DIR`` or ``DIR/flickr30k-images``.
@@ -21,10 +23,9 @@ people actually keep on disk. A missing file is an error naming what was expecte
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +110,35 @@ def _coco_karpathy(root: Path, path: Path, split: str, max_captions: int) -> Cap
         order.append(iid)
         fp, fn = im.get("filepath", ""), im["filename"]
         wanted[iid] = [f"{fp}/{fn}", f"images/{fp}/{fn}", fn, f"images/{fn}"]
-        for s in im.get("sentences", [])[:max_captions]:
-            triples.append((str(s["sentid"]), iid, str(s.get("raw", " ".join(s["tokens"]))).strip()))
+        triples += [(str(s["sentid"]), iid,
+                     str(s.get("raw", " ".join(s.get("tokens", [])))).strip())
+                    for s in im.get("sentences", [])]
     files = resolve_images(root, wanted, "COCO")
+    triples, note = _five_captions(triples, max_captions)
     return CaptionedImages("coco", root, order, captions_from(triples), files,
-                           [f"Karpathy split {split!r} from {path.name}"])
+                           [f"Karpathy split {split!r} from {path.name}", note])
+
+
+def _five_captions(triples: list[tuple[str, str, str]], max_captions: int
+                   ) -> tuple[list[tuple[str, str, str]], str]:
+    """At most ``max_captions`` captions per image: for an image of the standard 5K test set
+    whose five captions (the eccv-caption package's ids) are all present, exactly those (a few
+    COCO images have six or seven), otherwise the first ones."""
+    from xmodal.data.eccv import load_coco_positives
+
+    standard = load_coco_positives("coco5k").image_to_captions if max_captions == 5 else {}
+    by_image: dict[str, list[tuple[str, str, str]]] = {}
+    for t in triples:
+        by_image.setdefault(t[1], []).append(t)
+    out, n_standard = [], 0
+    for image_id, caps in by_image.items():
+        keep = set(standard.get(image_id, []))
+        if len(keep) == max_captions and keep <= {c for c, _, _ in caps}:
+            caps = [t for t in caps if t[0] in keep]
+            n_standard += 1
+        out += caps[:max_captions]
+    return out, (f"{max_captions} captions per image ({n_standard} images with the standard "
+                 "five of the 5K test set)")
 
 
 def _package_test_images() -> list[str]:
@@ -170,9 +195,10 @@ def _coco_official(root: Path, files: list[Path], split: str, max_captions: int
     wanted = {i: [f"{folders[i]}/{names[i]}", f"images/{folders[i]}/{names[i]}", names[i],
                   f"images/{names[i]}"] for i in order}
     image_files = resolve_images(root, wanted, "COCO")
-    triples = [(str(aid), i, text.strip())
-               for i in order for aid, text in sorted(caps.get(i, []))[:max_captions]]
-    return CaptionedImages("coco", root, order, captions_from(triples), image_files, notes)
+    triples = [(str(aid), i, text.strip()) for i in order for aid, text in sorted(caps.get(i, []))]
+    triples, note = _five_captions(triples, max_captions)
+    return CaptionedImages("coco", root, order, captions_from(triples), image_files,
+                           [*notes, note])
 
 
 # ---------------------------------------------------------------------------------- Flickr30K
@@ -224,12 +250,15 @@ def _read_flickr30k_captions(path: Path) -> dict[str, list[str]]:
     text = path.read_text(encoding="utf-8-sig")
     rows: list[tuple[str, int, str]] = []
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    if lines and "|" in lines[0] and "\t" not in lines[0]:  # Kaggle: image_name| comment_number| comment
-        for lineno, row in enumerate(csv.reader(io.StringIO("\n".join(lines[1:])), delimiter="|"),
-                                     start=2):
-            if len(row) < 3 or not row[1].strip().isdigit():
+    # Kaggle's CSV: a header "image_name| comment_number| comment", then rows split by "|"
+    # (one known row lacks its second "|": "2199200615.jpg| 4   A dog runs ...")
+    if lines and "|" in lines[0] and "\t" not in lines[0]:
+        for lineno, line in enumerate(lines[1:], start=2):
+            name, _, rest = line.partition("|")
+            m = re.match(r"\s*(\d+)\s*\|?\s*(.*)$", rest)
+            if not name.strip() or m is None or not m.group(2).strip():
                 raise XmodalError(f"{path}:{lineno}: expected image_name| comment_number| comment")
-            rows.append((row[0].strip(), int(row[1]), "|".join(row[2:]).strip()))
+            rows.append((name.strip(), int(m.group(1)), m.group(2).strip()))
     else:
         for lineno, line in enumerate(lines, start=1):
             key, sep, caption = line.partition("\t")

@@ -78,7 +78,8 @@ def resolve_images(root: Path, wanted: dict[str, list[str]], what: str) -> dict[
         image_id, candidates = missing[0]
         raise XmodalError(
             f"{len(missing)} of {len(wanted)} {what} images are missing under {root}; the first, "
-            f"{image_id!r}, was expected at one of: " + ", ".join(str(root / c) for c in candidates))
+            f"{image_id!r}, was expected at one of: "
+            + ", ".join(str(root / c) for c in candidates))
     return files
 
 
