@@ -21,8 +21,11 @@ mitl_app = typer.Typer(
 )
 workers_app = typer.Typer(help="Register and list the people who judge a campaign.",
                           no_args_is_help=True)
+crowd_app = typer.Typer(help="Crowd platforms: export HITs for MTurk, Label Studio or Prolific, "
+                        "import their results, estimate the pay.", no_args_is_help=True)
 app.add_typer(mitl_app, name="mitl")
 mitl_app.add_typer(workers_app, name="workers")
+mitl_app.add_typer(crowd_app, name="crowd")
 
 CAMPAIGN = typer.Argument(..., help="the campaign database (SQLite), e.g. flickr.mitl.db")
 
@@ -397,3 +400,84 @@ def _print_study(report: dict[str, Any]) -> None:
         for a in cols:
             tt.add_row(a, *("-" if tau[a][b] is None else f"{tau[a][b]:.2f}" for b in cols))
         console.print(tt)
+
+
+@crowd_app.command("export")
+def crowd_export(
+    campaign: Path = CAMPAIGN,
+    out: Path = typer.Argument(..., help="output folder"),
+    platform: str = typer.Option(..., "--platform", help="mturk, label-studio or prolific"),
+    image_url: str | None = typer.Option(None, "--image-url", help="public URL where OUT/images "
+                                         "will be served (e.g. https://example.org/hits/images)"),
+    public_url: str | None = typer.Option(None, "--public-url", help="for prolific: the public "
+                                          "URL of 'xmodal serve --campaign'"),
+    predictions: bool = typer.Option(True, "--predictions/--no-predictions", help="label-studio: "
+                                     "the annotators' proposals as predictions"),
+) -> None:
+    """Export the HITs for a crowd platform: MTurk batch CSV + question template, Label Studio
+    tasks + labeling config, or the Prolific study link; images under opaque names.
+
+    Examples:
+
+      xmodal mitl crowd export flickr.db hits/ --platform mturk --image-url https://me.org/images
+
+      xmodal mitl crowd export flickr.db ls/ --platform label-studio --image-url http://localhost:8081/images
+    """
+    from xmodal.mitl.crowd import export
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign) as c:
+        _echo_json(export(c, platform, out, image_url, public_url, predictions))
+
+
+@crowd_app.command("import")
+def crowd_import(
+    campaign: Path = CAMPAIGN,
+    results: Path = typer.Argument(..., help="MTurk batch results CSV or Label Studio JSON "
+                                   "export"),
+    platform: str | None = typer.Option(None, "--platform", help="mturk or label-studio "
+                                        "(default: by the file's extension)"),
+) -> None:
+    """Import a platform's results: one assignment per worker and HIT (a wrong check pair sends
+    it to review); importing the same file again adds nothing. For MTurk, writes
+    RESULTS.decisions.csv (Approve / Reject) to upload back.
+
+    Example: xmodal mitl crowd import flickr.db Batch_123_batch_results.csv
+    """
+    from xmodal.mitl.crowd import import_results
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign) as c:
+        _echo_json(import_results(c, results, platform))
+
+
+@crowd_app.command("pay")
+def crowd_pay(
+    campaign: Path = CAMPAIGN,
+    reward: float = typer.Option(..., "--reward", help="reward per HIT (e.g. 0.10)"),
+    fee: float = typer.Option(0.0, "--fee", help="platform fee as a fraction (MTurk: 0.2)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Time per HIT per worker and the hourly pay that a reward per HIT gives.
+
+    Example: xmodal mitl crowd pay flickr.db --reward 0.10 --fee 0.2
+    """
+    from xmodal.mitl.crowd import pay_report
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign, readonly=True) as c:
+        report = pay_report(c, reward, fee)
+    if as_json:
+        _echo_json(report)
+        return
+    t = Table(title=f"pay at {reward} per HIT")
+    for col in ("worker", "HITs", "paid", "median s/HIT", "per hour"):
+        t.add_column(col, justify="left" if col == "worker" else "right")
+    fmt = lambda x, f: "-" if x is None else f.format(x)  # noqa: E731
+    for name, w in report["workers"].items():
+        t.add_row(name, str(w["hits"]), str(w["paid_hits"]),
+                  fmt(w["median_s_per_hit"], "{:.0f}"), fmt(w["hourly"], "{:.2f}"))
+    console.print(t)
+    console.print(f"median {fmt(report['median_s_per_hit'], '{:.0f}')} s per HIT -> "
+                  f"{fmt(report['hourly'], '{:.2f}')} per hour; {report['paid_hits']} paid HITs "
+                  f"cost {report['cost']:.2f} with fees")

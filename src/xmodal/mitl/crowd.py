@@ -1,0 +1,540 @@
+"""Crowd platforms, both ways: HITs out to MTurk, Label Studio or Prolific, their results in.
+
+* **MTurk** (``--platform mturk``): ``mturk/input.csv``, one row per HIT for a batch (columns
+  ``hit``, ``item_K``, ``image_K``, ``text_K``), and ``mturk/question.html``, the question
+  template in crowd-html elements (``${image_1}`` … are filled from the CSV). Import reads the
+  batch results CSV (``Input.*``, ``Answer.*``, ``WorkerId``, ``AssignmentId``,
+  ``AcceptTime``, ``SubmitTime``, ``WorkTimeInSeconds``) and writes ``*.decisions.csv``
+  beside it: the same rows with ``Approve`` / ``Reject`` filled, to upload back.
+* **Label Studio** (``--platform label-studio``): ``label-studio/tasks.json`` (one task per
+  pair of a HIT; the machine annotators that proposed it as ``predictions``) and
+  ``label-studio/config.xml``, the labeling config with the four answers. Import reads the
+  project's JSON export; each annotator's annotations of one HIT's tasks become one
+  assignment.
+* **Prolific** (``--platform prolific``): the external-study link for the server
+  (``/prolific?PROLIFIC_PID=…``, :mod:`xmodal.server.routes.crowd`) and its completion code.
+
+Outside platforms never see a campaign's ids or file paths: HITs, items and images get opaque
+names (HMAC of the campaign's own secret), images are copied without their metadata into
+``images/`` under those names, to be put on a web server (``--image-url``).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import hmac
+import json
+import secrets
+import time
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import datetime
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from xmodal.errors import XmodalError
+from xmodal.mitl.answers import ANSWERS, is_gold_correct
+from xmodal.mitl.store import LIVE, Campaign
+
+PLATFORMS = ("mturk", "label-studio", "prolific")
+REVIEW_NOTE = "a check pair was answered wrongly; waiting for a reviewer (xmodal mitl review)"
+
+
+# ----- opaque names ---------------------------------------------------------------------------
+def secret(campaign: Campaign) -> str:
+    """The campaign's secret for opaque names (made on first use, kept in ``meta``)."""
+    value = campaign.meta("crowd_secret")
+    if value is None:
+        value = secrets.token_hex(16)
+        campaign.set_meta_now("crowd_secret", value)
+    return value
+
+
+def opaque(key: str, *parts: Any) -> str:
+    msg = ":".join(str(p) for p in parts).encode()
+    return hmac.new(key.encode(), msg, hashlib.sha256).hexdigest()[:16]
+
+
+def hit_table(campaign: Campaign) -> list[dict[str, Any]]:
+    """Every HIT with its items in the order shown (gold roles kept for import only)."""
+    key = secret(campaign)
+    rows = campaign.q(
+        "SELECT h.id, h.replication, hi.position, hi.pair_id, hi.role, p.image_id, p.text_id, "
+        "t.text FROM hits h JOIN hit_items hi ON hi.hit_id = h.id JOIN pairs p ON "
+        "p.id = hi.pair_id JOIN texts t ON t.id = p.text_id ORDER BY h.id, hi.position")
+    hits: dict[int, dict[str, Any]] = {}
+    for hit, repl, _pos, pid, role, image_id, text_id, text in rows:
+        h = hits.setdefault(hit, {"hit": hit, "ref": opaque(key, "hit", hit),
+                                  "replication": repl, "items": []})
+        h["items"].append({"pair_id": pid, "role": role, "image_id": image_id,
+                           "text_id": text_id, "text": text,
+                           "ref": opaque(key, "item", hit, pid),
+                           "image": opaque(key, "image", image_id)})
+    if not hits:
+        raise XmodalError(f"{campaign.path}: the campaign has no HITs yet (run 'xmodal mitl "
+                          "hits' first)")
+    return list(hits.values())
+
+
+def export_images(campaign: Campaign, hits: list[dict[str, Any]], folder: Path) -> dict[str, str]:
+    """Copy each image of the HITs to ``folder/<opaque>.jpg`` (re-encoded: no EXIF, no GPS);
+    returns image id -> file name. Images already there are kept."""
+    from PIL import Image, ImageOps
+
+    folder.mkdir(parents=True, exist_ok=True)
+    names: dict[str, str] = {}
+    missing = []
+    for h in hits:
+        for it in h["items"]:
+            if it["image_id"] in names:
+                continue
+            name = f"{it['image']}.jpg"
+            names[it["image_id"]] = name
+            if (folder / name).is_file():
+                continue
+            src = campaign.image_path(it["image_id"])
+            if not src or not Path(src).is_file():
+                missing.append(src or it["image_id"])
+                continue
+            with Image.open(src) as im:
+                im = ImageOps.exif_transpose(im).convert("RGB")
+                im.thumbnail((1600, 1600))
+                im.save(folder / (name + ".tmp"), "JPEG", quality=90)
+            (folder / (name + ".tmp")).replace(folder / name)
+    if missing:
+        raise XmodalError(f"{len(missing)} image(s) of the campaign are not found: "
+                          + ", ".join(missing[:5]))
+    return names
+
+
+def _url(base: str, name: str) -> str:
+    return base.rstrip("/") + "/" + name
+
+
+# ----- export ---------------------------------------------------------------------------------
+def export(campaign: Campaign, platform: str, out: str | Path, image_url: str | None = None,
+           public_url: str | None = None, predictions: bool = True) -> dict[str, Any]:
+    """Write what the platform needs into ``out``; returns what was written."""
+    out = Path(out)
+    if platform not in PLATFORMS:
+        raise XmodalError(f"--platform must be one of {', '.join(PLATFORMS)}, not {platform!r}")
+    if platform == "prolific":
+        return export_prolific(campaign, out, public_url)
+    hits = hit_table(campaign)
+    base = image_url or "https://YOUR-HOST/images"
+    names = export_images(campaign, hits, out / "images")
+    if platform == "mturk":
+        files = export_mturk(hits, names, base, out / "mturk")
+    else:
+        files = export_label_studio(campaign, hits, names, base, out / "label-studio",
+                                    predictions)
+    result = {"platform": platform, "hits": len(hits),
+              "items": sum(len(h["items"]) for h in hits), "images": len(names),
+              "images_folder": str(out / "images"), "image_url": base,
+              "files": [str(f) for f in files]}
+    if image_url is None:
+        result["note"] = ("put the images folder on a web server and export again with "
+                          "--image-url https://…/images (the files hold a placeholder URL)")
+    return result
+
+
+def _slots(hits: list[dict[str, Any]]) -> int:
+    return max(len(h["items"]) for h in hits)
+
+
+def export_mturk(hits, names, base: str, folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    n = _slots(hits)
+    header = ["hit"] + [f"{f}_{k}" for k in range(1, n + 1) for f in ("item", "image", "text")]
+    with open(folder / "input.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        for h in hits:
+            row = [h["ref"]]
+            for k in range(n):
+                if k < len(h["items"]):
+                    it = h["items"][k]
+                    row += [it["ref"], _url(base, names[it["image_id"]]), it["text"]]
+                else:
+                    row += ["", "", ""]
+            w.writerow(row)
+    (folder / "question.html").write_text(mturk_template(n), encoding="utf-8")
+    return [folder / "input.csv", folder / "question.html"]
+
+
+def mturk_template(n: int) -> str:
+    """The HIT's question template: crowd-form, one block per pair; a block whose ``item_K``
+    is empty (a shorter HIT) hides itself."""
+    blocks = []
+    for k in range(1, n + 1):
+        buttons = "\n".join(
+            f'        <crowd-radio-button name="item_{k}_a{v}" value="{v}">{v} · '
+            f"{escape(label)}</crowd-radio-button>" for v, label in ANSWERS.items())
+        blocks.append(f"""  <section class="pair" data-item="${{item_{k}}}">
+    <img src="${{image_{k}}}" alt="photo {k}">
+    <p class="caption">${{text_{k}}}</p>
+    <crowd-radio-group>
+{buttons}
+    </crowd-radio-group>
+    <crowd-input name="item_{k}_reason" label="reason (optional)" max-length="2000">
+    </crowd-input>
+  </section>""")
+    body = "\n".join(blocks)
+    return f"""<!-- xmodal mitl crowd export: MTurk question template (crowd-html elements) -->
+<script src="https://assets.crowd.aws/crowd-html-elements.js"></script>
+<style>
+  .pair {{ display: flex; flex-wrap: wrap; gap: 1em; align-items: flex-start;
+          border-bottom: 1px solid #ccc; padding: 1em 0; }}
+  .pair img {{ max-width: 420px; max-height: 360px; }}
+  .caption {{ font-size: 1.2em; max-width: 28em; overflow-wrap: anywhere; }}
+</style>
+<crowd-form answer-format="flatten-objects">
+  <crowd-instructions link-text="View instructions" link-type="button">
+    <short-summary><p>Does the sentence describe the photo? Answer every pair.</p>
+    </short-summary>
+    <detailed-instructions>
+      <p>1 · 100% yes: the sentence describes the photo with no mistake.<br>
+      2 · partially yes: it describes the photo, with a small mistake (say which).<br>
+      3 · mostly no: it gets the main thing wrong (say why).<br>
+      4 · 100% no: it describes another photo.</p>
+    </detailed-instructions>
+  </crowd-instructions>
+  <input type="hidden" name="hit" value="${{hit}}">
+{body}
+</crowd-form>
+<script>
+  document.querySelectorAll('section.pair').forEach(function (s) {{
+    if (!s.dataset.item) s.remove();
+  }});
+</script>
+"""
+
+
+def export_label_studio(campaign: Campaign, hits, names, base: str, folder: Path,
+                        predictions: bool = True) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    proposed: dict[tuple[str, str], list[tuple[str, int]]] = defaultdict(list)
+    k = int(campaign.meta("k", 5))
+    if predictions:
+        for name, rank, image_id, text_id in campaign.q(
+                "SELECT a.name, p.rank, p.image_id, p.text_id FROM proposals p JOIN annotators "
+                "a ON a.id = p.annotator_id WHERE p.rank <= ?", (k,)):
+            proposed[(image_id, text_id)].append((name, rank))
+    tasks = []
+    for h in hits:
+        for it in h["items"]:
+            task: dict[str, Any] = {"data": {"image": _url(base, names[it["image_id"]]),
+                                             "text": it["text"], "hit": h["ref"],
+                                             "item": it["ref"]}}
+            preds = proposed.get((it["image_id"], it["text_id"]), [])
+            if preds:
+                task["predictions"] = [{
+                    "model_version": name, "score": 1.0 / rank,
+                    "result": [{"from_name": "answer", "to_name": "image", "type": "choices",
+                                "value": {"choices": [ANSWERS[1]]}}]}
+                    for name, rank in sorted(preds, key=lambda p: p[1])]
+            tasks.append(task)
+    (folder / "tasks.json").write_text(json.dumps(tasks, indent=1, ensure_ascii=False),
+                                       encoding="utf-8")
+    (folder / "config.xml").write_text(label_studio_config(), encoding="utf-8")
+    return [folder / "tasks.json", folder / "config.xml"]
+
+
+def label_studio_config() -> str:
+    choices = "\n".join(f'    <Choice value="{escape(label)}" hotkey="{v}"/>'
+                        for v, label in ANSWERS.items())
+    return f"""<View>
+  <Header value="Does the sentence describe the photo?"/>
+  <Image name="image" value="$image" maxWidth="640px"/>
+  <Text name="text" value="$text"/>
+  <Choices name="answer" toName="image" choice="single-radio" required="true"
+           showInline="false">
+{choices}
+  </Choices>
+  <TextArea name="reason" toName="image" placeholder="reason (optional)" maxSubmissions="1"
+            rows="2"/>
+</View>
+"""
+
+
+def export_prolific(campaign: Campaign, out: Path, public_url: str | None) -> dict[str, Any]:
+    """The study link and completion code for a Prolific external study (the server's
+    /prolific route registers participants and shows the code)."""
+    code = campaign.meta("prolific_completion_code")
+    if code is None:
+        code = secrets.token_hex(4).upper()
+        campaign.set_meta_now("prolific_completion_code", code)
+    base = (public_url or "https://YOUR-HOST").rstrip("/")
+    link = (f"{base}/prolific?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}"
+            f"&SESSION_ID={{{{%SESSION_ID%}}}}")
+    out.mkdir(parents=True, exist_ok=True)
+    info = {"platform": "prolific", "study_url": link, "completion_code": code,
+            "completion_url": f"https://app.prolific.com/submissions/complete?cc={code}",
+            "note": "with 'xmodal serve --token', add &access_token=TOKEN to the study URL"}
+    (out / "prolific.json").write_text(json.dumps(info, indent=1))
+    info["files"] = [str(out / "prolific.json")]
+    return info
+
+
+# ----- import ---------------------------------------------------------------------------------
+def external_worker(conn, platform: str, external_id: str) -> int:
+    """The worker id for a platform's worker id, registered on first sight (the name is
+    ``platform:id``; their token is never shown: they work on the platform)."""
+    external_id = str(external_id).strip()
+    if not external_id:
+        raise XmodalError(f"a {platform} result has no worker id")
+    row = conn.execute("SELECT worker_id FROM external_workers WHERE platform = ? AND "
+                       "external_id = ?", (platform, external_id)).fetchone()
+    if row:
+        return row[0]
+    token_hash = hashlib.sha256(secrets.token_bytes(32)).hexdigest()
+    cur = conn.execute("INSERT INTO workers(name, token_sha256, role, created_at) VALUES(?, ?, "
+                       "'worker', ?)", (f"{platform}:{external_id}", token_hash, time.time()))
+    conn.execute("INSERT INTO external_workers VALUES(?, ?, ?)",
+                 (cur.lastrowid, platform, external_id))
+    return cur.lastrowid
+
+
+def import_assignment(campaign: Campaign, platform: str, external_id: str, worker: str,
+                      hit: int, answers: dict[int, tuple[int | None, str | None]],
+                      started: float | None, submitted: float | None,
+                      work_s: float | None) -> str:
+    """Store one platform assignment, whole, in one transaction: 'accepted' or 'review' (a
+    check pair answered wrongly), or 'duplicate' / 'taken' / 'full' when it is not stored."""
+    with campaign.write() as c:
+        if c.execute("SELECT 1 FROM external_assignments WHERE platform = ? AND external_id = "
+                     "?", (platform, external_id)).fetchone():
+            return "duplicate"
+        wid = external_worker(c, platform, worker)
+        if c.execute("SELECT 1 FROM assignments WHERE hit_id = ? AND worker_id = ?",
+                     (hit, wid)).fetchone():
+            return "taken"  # this worker already judged this HIT
+        live = ",".join(f"'{s}'" for s in LIVE)
+        taken, replication = c.execute(
+            f"SELECT (SELECT COUNT(*) FROM assignments WHERE hit_id = ? AND status IN ({live})), "
+            "replication FROM hits WHERE id = ?", (hit, hit)).fetchone()
+        if taken >= replication:
+            return "full"
+        roles = dict(c.execute("SELECT pair_id, role FROM hit_items WHERE hit_id = ?",
+                               (hit,)).fetchall())
+        rows = []
+        for pid, role in roles.items():
+            answer, reason = answers.get(pid, (None, None))
+            if answer is not None and answer not in ANSWERS:
+                raise XmodalError(f"{platform} assignment {external_id}: answer {answer!r} is "
+                                  "not 1-4")
+            rows.append((pid, answer, (reason or "").strip() or None))
+        gold_ok = all(is_gold_correct(roles[pid], a) for pid, a, _ in rows
+                      if roles[pid] != "judge" and a is not None)
+        outcome = "accepted" if gold_ok else "review"
+        now = time.time()
+        submitted = submitted or now
+        started = started or (submitted - (work_s or 0))
+        aid = c.execute("INSERT INTO assignments(hit_id, worker_id, status, started_at, "
+                        "submitted_at) VALUES(?, ?, ?, ?, ?)",
+                        (hit, wid, outcome, started, submitted)).lastrowid
+        c.executemany("INSERT INTO judgments VALUES(?, ?, ?, ?)",
+                      [(aid, pid, a, r) for pid, a, r in rows])
+        c.execute("INSERT INTO external_assignments VALUES(?, ?, ?, ?)",
+                  (aid, platform, external_id, work_s))
+        return outcome
+
+
+def _time(value: str | None) -> float | None:
+    """MTurk's 'Sat Nov 28 02:46:02 PST 2026' or ISO 8601 -> epoch seconds (None if unknown)."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        pass
+    parts = value.split()
+    if len(parts) == 6:  # drop the zone name strptime cannot read (times are compared only)
+        try:
+            return datetime.strptime(" ".join(parts[:4] + parts[5:]),
+                                     "%a %b %d %H:%M:%S %Y").timestamp()
+        except ValueError:
+            return None
+    return None
+
+
+def _maps(campaign: Campaign) -> tuple[dict[str, dict[str, Any]], dict[str, tuple[int, int]]]:
+    hits = hit_table(campaign)
+    by_hit = {h["ref"]: h for h in hits}
+    by_item = {it["ref"]: (h["hit"], it["pair_id"]) for h in hits for it in h["items"]}
+    return by_hit, by_item
+
+
+def _answer_of(row: dict[str, str], k: int) -> int | None:
+    """``Answer.item_K`` = 1-4, or the radio buttons ``Answer.item_K_aV(.on)`` = true."""
+    direct = (row.get(f"Answer.item_{k}") or "").strip()
+    if direct:
+        return int(direct) if direct.isdigit() else None
+    chosen = [v for v in ANSWERS
+              if (row.get(f"Answer.item_{k}_a{v}.on") or row.get(f"Answer.item_{k}_a{v}")
+                  or "").strip().lower() in ("true", "on", "1", "yes")]
+    return chosen[0] if len(chosen) == 1 else None
+
+
+def import_mturk(campaign: Campaign, path: Path) -> dict[str, Any]:
+    by_hit, by_item = _maps(campaign)
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise XmodalError(f"{path}: no result rows")
+    need = {"AssignmentId", "WorkerId", "Input.hit"}
+    if not need <= set(rows[0]):
+        raise XmodalError(f"{path}: not an MTurk batch results file of this campaign (needs "
+                          f"columns {', '.join(sorted(need))})")
+    counts: dict[str, int] = defaultdict(int)
+    decisions = []
+    for row in rows:
+        h = by_hit.get(row["Input.hit"])
+        if h is None:
+            raise XmodalError(f"{path}: HIT {row['Input.hit']!r} is not in {campaign.path}")
+        answers = {}
+        k = 1
+        while f"Input.item_{k}" in row:
+            ref = row[f"Input.item_{k}"]
+            if ref:
+                hit, pid = by_item[ref]
+                answers[pid] = (_answer_of(row, k), row.get(f"Answer.item_{k}_reason"))
+            k += 1
+        work = row.get("WorkTimeInSeconds")
+        outcome = import_assignment(
+            campaign, "mturk", row["AssignmentId"], row["WorkerId"], h["hit"], answers,
+            _time(row.get("AcceptTime")), _time(row.get("SubmitTime")),
+            float(work) if work not in (None, "") else None)
+        counts[outcome] += 1
+        decisions.append((row, outcome))
+    out = path.with_name(path.stem + ".decisions.csv")
+    write_mturk_decisions(campaign, decisions, out)
+    return {"platform": "mturk", "rows": len(rows), **counts, "decisions": str(out)}
+
+
+def write_mturk_decisions(campaign: Campaign, decisions: Iterable[tuple[dict, str]],
+                          out: Path) -> None:
+    """The results rows with ``Approve`` ('x') or ``Reject`` (a reason) for MTurk's upload;
+    a HIT waiting for a reviewer is left blank until the next import or
+    ``xmodal mitl crowd decisions``."""
+    status = dict(campaign.q("SELECT e.external_id, a.status FROM external_assignments e JOIN "
+                             "assignments a ON a.id = e.assignment_id WHERE e.platform = "
+                             "'mturk'"))
+    rows = [r for r, _ in decisions]
+    fields = list(rows[0]) if rows else ["AssignmentId"]
+    for col in ("Approve", "Reject"):
+        if col not in fields:
+            fields.append(col)
+    with open(out, "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        for row in rows:
+            s = status.get(row["AssignmentId"])
+            row = {**row, "Approve": "x" if s == "accepted" else "",
+                   "Reject": ("The check pairs of this HIT were answered wrongly."
+                              if s == "rejected" else "")}
+            w.writerow(row)
+
+
+def _ls_answer(result: list[dict[str, Any]]) -> tuple[int | None, str | None]:
+    by_label = {label: v for v, label in ANSWERS.items()}
+    answer = reason = None
+    for r in result or []:
+        value = r.get("value") or {}
+        if r.get("from_name") == "answer" and value.get("choices"):
+            answer = by_label.get(value["choices"][0])
+        elif r.get("from_name") == "reason" and value.get("text"):
+            text = value["text"]
+            reason = text[0] if isinstance(text, list) else str(text)
+    return answer, reason
+
+
+def import_label_studio(campaign: Campaign, path: Path) -> dict[str, Any]:
+    by_hit, by_item = _maps(campaign)
+    try:
+        tasks = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise XmodalError(f"{path}: not a Label Studio JSON export ({exc})") from exc
+    if not isinstance(tasks, list):
+        raise XmodalError(f"{path}: a Label Studio JSON export is a list of tasks")
+    # (annotator, HIT) -> answers, seconds, times
+    groups: dict[tuple[str, int], dict[str, Any]] = {}
+    for task in tasks:
+        data = task.get("data") or {}
+        ref = data.get("item")
+        if ref not in by_item:
+            raise XmodalError(f"{path}: task {task.get('id')} is not an item of {campaign.path}")
+        hit, pid = by_item[ref]
+        for ann in task.get("annotations") or []:
+            who = ann.get("completed_by")
+            if isinstance(who, dict):
+                who = who.get("email") or who.get("id")
+            g = groups.setdefault((str(who), hit), {"answers": {}, "work": 0.0, "times": []})
+            if not ann.get("was_cancelled"):
+                g["answers"][pid] = _ls_answer(ann.get("result"))
+            g["work"] += float(ann.get("lead_time") or 0)
+            g["times"] += [t for t in (_time(ann.get("created_at")),
+                                       _time(ann.get("updated_at"))) if t]
+    counts: dict[str, int] = defaultdict(int)
+    hit_ref = {h["hit"]: ref for ref, h in by_hit.items()}
+    for (who, hit), g in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        times = g["times"]
+        outcome = import_assignment(
+            campaign, "label-studio", f"{hit_ref[hit]}:{who}", who, hit,
+            g["answers"], min(times) if times else None, max(times) if times else None,
+            g["work"] or None)
+        counts[outcome] += 1
+    return {"platform": "label-studio", "tasks": len(tasks), "assignments": len(groups),
+            **counts}
+
+
+def import_results(campaign: Campaign, path: str | Path,
+                   platform: str | None = None) -> dict[str, Any]:
+    """Import a platform's results file (MTurk batch CSV or Label Studio JSON export)."""
+    path = Path(path)
+    if not path.is_file():
+        raise XmodalError(f"results file not found: {path}")
+    platform = platform or ("mturk" if path.suffix.lower() == ".csv" else "label-studio")
+    if platform == "mturk":
+        return import_mturk(campaign, path)
+    if platform == "label-studio":
+        return import_label_studio(campaign, path)
+    raise XmodalError(f"import reads mturk (CSV) or label-studio (JSON) results, not "
+                      f"{platform!r}; Prolific participants judge on the server itself")
+
+
+# ----- time and pay ---------------------------------------------------------------------------
+def pay_report(campaign: Campaign, reward: float, fee: float = 0.0) -> dict[str, Any]:
+    """Per worker: submitted HITs, seconds per HIT (the platform's work time where it reported
+    one, else submit minus start), and the hourly pay a reward per HIT gives."""
+    rows = campaign.q(
+        "SELECT w.name, a.status, a.started_at, a.submitted_at, e.work_s FROM assignments a "
+        "JOIN workers w ON w.id = a.worker_id LEFT JOIN external_assignments e ON "
+        "e.assignment_id = a.id WHERE a.submitted_at IS NOT NULL ORDER BY w.id, a.id")
+    per: dict[str, dict[str, Any]] = {}
+    for name, status, started, submitted, work in rows:
+        p = per.setdefault(name, {"hits": 0, "paid_hits": 0, "seconds": []})
+        p["hits"] += 1
+        p["paid_hits"] += status != "rejected"
+        seconds = work if work is not None else submitted - started
+        if seconds and seconds > 0:
+            p["seconds"].append(seconds)
+    workers = {}
+    for name, p in per.items():
+        s = sorted(p["seconds"])
+        mean = sum(s) / len(s) if s else None
+        median = s[len(s) // 2] if s else None
+        workers[name] = {"hits": p["hits"], "paid_hits": p["paid_hits"],
+                         "mean_s_per_hit": mean, "median_s_per_hit": median,
+                         "hourly": reward * 3600 / median if median else None,
+                         "earned": reward * p["paid_hits"]}
+    all_s = sorted(x for p in per.values() for x in p["seconds"])
+    median = all_s[len(all_s) // 2] if all_s else None
+    paid = sum(p["paid_hits"] for p in per.values())
+    return {"reward": reward, "fee": fee, "workers": workers, "median_s_per_hit": median,
+            "hourly": reward * 3600 / median if median else None,
+            "paid_hits": paid, "cost": round(paid * reward * (1 + fee), 4)}
+

@@ -1,0 +1,252 @@
+"""Issue 33 item 7: crowd platforms both ways, in the platforms' own file formats.
+
+The round trips: a Flickr8K campaign (score-file annotators, a few dozen pairs) is copied;
+one copy is judged by ``xmodal mitl simulate``'s simulated workers, the other is exported for
+MTurk / Label Studio, answered by a script that writes the platform's results file from the
+same recorded crowd judgments, imported and aggregated: the verified positives must be the
+same.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from xmodal.cli import app as cli_app
+from xmodal.errors import XmodalError
+from xmodal.mitl.aggregate import verdicts
+from xmodal.mitl.answers import ANSWERS
+from xmodal.mitl.crowd import hit_table
+from xmodal.mitl.store import Campaign
+
+runner = CliRunner()
+REPLICATION = 3
+
+
+def _cli(*args):
+    return runner.invoke(cli_app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def flickr_campaign(flickr8k_root, tmp_path_factory):
+    """(campaign path, recorded crowd answers, simulated positives) on a small sample."""
+    from xmodal.data import load_flickr8k
+    from xmodal.eval.protocols import get_protocol
+    from xmodal.mitl.hits import make_hits
+    from xmodal.mitl.pipeline import copy_campaign
+    from xmodal.mitl.propose import load_annotator, propose
+    from xmodal.mitl.simulate import recorded_from_flickr8k, simulate
+
+    root = tmp_path_factory.mktemp("crowd")
+    protocol = get_protocol("flickr8k-hodosh", flickr8k_root.parent)
+    d = protocol.directions["i2t"]
+    rng = np.random.default_rng(0)
+    annotators = []
+    for k in range(2):
+        s = rng.random((len(d.image_ids), len(d.text_ids)))
+        s[np.arange(len(s)), np.arange(len(s))] += 0.5 * k
+        np.save(root / f"m{k}.npy", s)
+        annotators.append(load_annotator(f"m{k}={root / f'm{k}.npy'}", protocol))
+    c = Campaign(root / "base.db", create=True)
+    c.set_meta_now("protocol", {"name": protocol.name, "data": str(flickr8k_root.parent)})
+    propose(c, protocol, annotators, n_queries=3, k=5, judge_originals=True)
+    make_hits(c, protocol, size=8, replication=REPLICATION)
+    ds = protocol.dataset if hasattr(protocol.dataset, "crowd") else load_flickr8k(flickr8k_root)
+    recorded = recorded_from_flickr8k(ds, "crowd")
+    sim = copy_campaign(c, root / "simulated.db")
+    simulate(sim, recorded, "crowd")
+    positives = {(v.image_id, v.text_id) for v in verdicts(sim)[0] if v.positive}
+    judged = {(v.image_id, v.text_id) for v in verdicts(sim)[0] if v.positive is not None}
+    sim.close()
+    c.close()
+    return root, recorded, positives, judged
+
+
+def _fresh(root, name):
+    from xmodal.mitl.pipeline import copy_campaign
+
+    with Campaign(root / "base.db") as base:
+        copy_campaign(base, root / name).close()
+    return root / name
+
+
+def _items(path):
+    """item ref -> (image id, text id): what the person answering sees in the image."""
+    with Campaign(path) as c:
+        return {it["ref"]: (it["image_id"], it["text_id"]) for h in hit_table(c)
+                for it in h["items"]}
+
+
+def test_mturk_round_trip_gives_the_simulated_positives(flickr_campaign, tmp_path):
+    root, recorded, positives, judged = flickr_campaign
+    assert positives and judged - positives, "the sample should hold positive and negative verdicts"
+    db = _fresh(root, "mturk.db")
+    out = tmp_path / "mturk-out"
+    r = _cli("mitl", "crowd", "export", db, out, "--platform", "mturk", "--image-url",
+             "https://example.org/hits/images")
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.stdout)
+    # opaque names only: no image id, text id or path of the campaign leaves
+    names = sorted(p.name for p in (out / "images").iterdir())
+    assert len(names) == info["images"] and all(re.fullmatch(r"[0-9a-f]{16}\.jpg", n)
+                                                for n in names)
+    text = (out / "mturk" / "input.csv").read_text()
+    with Campaign(db) as c:
+        for image_id, path in c.q("SELECT id, path FROM images WHERE id IN (SELECT image_id "
+                                  "FROM pairs)"):
+            assert image_id not in text and path not in text
+        n_hits = c.q("SELECT COUNT(*) FROM hits")[0][0]
+    template = (out / "mturk" / "question.html").read_text()
+    assert "<crowd-form" in template and "crowd-radio-button" in template
+    assert "${image_1}" in template and "${item_1}" in template and 'name="hit"' in template
+    # the "workers": three per HIT, each answering from the recorded crowd judgments
+    items = _items(db)
+    with open(out / "mturk" / "input.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert len(rows) == n_hits
+    n = max(int(k.split("_")[1]) for k in rows[0] if k.startswith("item_"))
+    results = []
+    for h, row in enumerate(rows):
+        for k in range(REPLICATION):
+            out_row = {"HITId": f"HIT{h}", "AssignmentId": f"ASG{h}x{k}",
+                       "WorkerId": f"AWORKER{k}", "AssignmentStatus": "Submitted",
+                       "AcceptTime": "Sat Nov 28 02:00:00 PST 2026",
+                       "SubmitTime": "Sat Nov 28 02:01:30 PST 2026",
+                       "WorkTimeInSeconds": str(60 + 10 * k)}
+            out_row.update({f"Input.{key}": v for key, v in row.items()})
+            for j in range(1, n + 1):
+                ref = row[f"item_{j}"]
+                got = recorded.get(items[ref], []) if ref else []
+                answer = got[k] if k < len(got) else None
+                for v in ANSWERS:
+                    out_row[f"Answer.item_{j}_a{v}.on"] = "true" if answer == v else "false"
+                out_row[f"Answer.item_{j}_reason"] = ""
+            out_row["Answer.hit"] = row["hit"]
+            results.append(out_row)
+    batch = tmp_path / "Batch_1_batch_results.csv"
+    with open(batch, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(results[0]))
+        w.writeheader()
+        w.writerows(results)
+    r = _cli("mitl", "crowd", "import", db, batch)
+    assert r.exit_code == 0, r.output
+    summary = json.loads(r.stdout)
+    assert summary["rows"] == len(results)
+    assert summary.get("accepted", 0) + summary.get("review", 0) == len(results)
+    # aggregated: the same verified positives as the simulation
+    r = _cli("mitl", "aggregate", db, "--json")
+    assert r.exit_code == 0, r.output
+    with Campaign(db) as c:
+        found = verdicts(c)[0]
+        assert {(v.image_id, v.text_id) for v in found if v.positive} == positives
+        assert {(v.image_id, v.text_id) for v in found if v.positive is not None} == judged
+        ext = c.q("SELECT platform, external_id FROM external_workers ORDER BY external_id")
+        assert ext == [("mturk", f"AWORKER{k}") for k in range(REPLICATION)]
+    # the approve / reject file to upload back
+    with open(summary["decisions"], newline="") as f:
+        decided = list(csv.DictReader(f))
+    assert len(decided) == len(results)
+    assert {d["Approve"] for d in decided} <= {"x", ""}
+    assert sum(d["Approve"] == "x" for d in decided) == summary.get("accepted", 0)
+    # importing again adds nothing
+    again = json.loads(_cli("mitl", "crowd", "import", db, batch).stdout)
+    assert again.get("duplicate") == len(results) and "accepted" not in again
+    # time and pay from WorkTimeInSeconds
+    r = _cli("mitl", "crowd", "pay", db, "--reward", "0.10", "--json")
+    assert r.exit_code == 0, r.output
+    pay = json.loads(r.stdout)
+    w0 = pay["workers"]["mturk:AWORKER0"]
+    assert w0["median_s_per_hit"] == 60 and w0["hourly"] == pytest.approx(6.0)
+    assert pay["workers"]["mturk:AWORKER2"]["hourly"] == pytest.approx(0.1 * 3600 / 80)
+
+
+def test_label_studio_round_trip_gives_the_simulated_positives(flickr_campaign, tmp_path):
+    root, recorded, positives, judged = flickr_campaign
+    db = _fresh(root, "ls.db")
+    out = tmp_path / "ls-out"
+    r = _cli("mitl", "crowd", "export", db, out, "--platform", "label-studio", "--image-url",
+             "http://localhost:8081/images")
+    assert r.exit_code == 0, r.output
+    tasks = json.loads((out / "label-studio" / "tasks.json").read_text())
+    config = (out / "label-studio" / "config.xml").read_text()
+    import xml.etree.ElementTree as ET
+
+    view = ET.fromstring(config)
+    choices = view.find("Choices")
+    assert choices.get("name") == "answer" and choices.get("toName") == "image"
+    assert [ch.get("value") for ch in choices] == list(ANSWERS.values())
+    with Campaign(db) as c:
+        n_items = c.q("SELECT COUNT(*) FROM hit_items")[0][0]
+        k = 5
+        proposed = {(i, t) for i, t in c.q("SELECT image_id, text_id FROM proposals WHERE "
+                                            "rank <= ?", (k,))}
+    assert len(tasks) == n_items
+    items = _items(db)
+    with_pred = [t for t in tasks if t.get("predictions")]
+    assert with_pred and all(items[t["data"]["item"]] in proposed for t in with_pred)
+    p = with_pred[0]["predictions"][0]
+    assert p["result"][0]["from_name"] == "answer" and p["model_version"] in ("m0", "m1")
+    # Label Studio's JSON export: annotator k+1 answers every task from the recorded answers
+    exported = []
+    for n, task in enumerate(tasks):
+        got = recorded.get(items[task["data"]["item"]], [])
+        annotations = []
+        for k in range(REPLICATION):
+            answer = got[k] if k < len(got) else None
+            annotations.append({
+                "id": n * 10 + k, "completed_by": k + 1, "was_cancelled": answer is None,
+                "result": [] if answer is None else [{
+                    "from_name": "answer", "to_name": "image", "type": "choices",
+                    "value": {"choices": [ANSWERS[answer]]}}],
+                "lead_time": 5.0, "created_at": "2026-11-28T02:00:00.000000Z",
+                "updated_at": "2026-11-28T02:00:05.000000Z"})
+        exported.append({"id": n + 1, "data": task["data"], "annotations": annotations,
+                         "predictions": []})
+    export_file = tmp_path / "project-1-at-2026-11-28.json"
+    export_file.write_text(json.dumps(exported))
+    r = _cli("mitl", "crowd", "import", db, export_file)
+    assert r.exit_code == 0, r.output
+    with Campaign(db) as c:
+        found = verdicts(c)[0]
+        assert {(v.image_id, v.text_id) for v in found if v.positive} == positives
+        assert {(v.image_id, v.text_id) for v in found if v.positive is not None} == judged
+        assert c.q("SELECT COUNT(DISTINCT external_id) FROM external_workers WHERE platform = "
+                   "'label-studio'")[0][0] == REPLICATION
+
+
+def test_prolific_export_gives_the_study_link_and_a_completion_code(tmp_path):
+    from mitl_fixtures import build_campaign
+
+    c, _ = build_campaign(tmp_path)
+    c.close()
+    r = _cli("mitl", "crowd", "export", c.path, tmp_path / "p", "--platform", "prolific",
+             "--public-url", "https://judge.example.org")
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.stdout)
+    assert info["study_url"] == ("https://judge.example.org/prolific?PROLIFIC_PID="
+                                 "{{%PROLIFIC_PID%}}&STUDY_ID={{%STUDY_ID%}}&SESSION_ID="
+                                 "{{%SESSION_ID%}}")
+    assert re.fullmatch(r"[0-9A-F]{8}", info["completion_code"])
+    again = json.loads(_cli("mitl", "crowd", "export", c.path, tmp_path / "p", "--platform",
+                            "prolific").stdout)
+    assert again["completion_code"] == info["completion_code"]  # stable
+
+
+def test_bad_crowd_input_gets_clear_errors(tmp_path):
+    from mitl_fixtures import build_campaign
+
+    c, _ = build_campaign(tmp_path)
+    c.close()
+    r = _cli("mitl", "crowd", "export", c.path, tmp_path / "x", "--platform", "fiverr")
+    assert isinstance(r.exception, XmodalError) and "mturk" in str(r.exception)
+    bad = tmp_path / "other.csv"
+    bad.write_text("a,b\n1,2\n")
+    r = _cli("mitl", "crowd", "import", c.path, bad)
+    assert isinstance(r.exception, XmodalError) and "AssignmentId" in str(r.exception)
+    r = _cli("mitl", "crowd", "import", c.path, tmp_path / "missing.json")
+    assert isinstance(r.exception, XmodalError) and "not found" in str(r.exception)
