@@ -250,3 +250,33 @@ def test_bad_crowd_input_gets_clear_errors(tmp_path):
     assert isinstance(r.exception, XmodalError) and "AssignmentId" in str(r.exception)
     r = _cli("mitl", "crowd", "import", c.path, tmp_path / "missing.json")
     assert isinstance(r.exception, XmodalError) and "not found" in str(r.exception)
+
+
+def test_prolific_link_registers_the_participant_and_ends_on_the_completion_code(tmp_path):
+    from fastapi.testclient import TestClient
+    from mitl_fixtures import build_campaign, gold_answers
+
+    from xmodal.server import create_app
+
+    c, _ = build_campaign(tmp_path)
+    info = json.loads(_cli("mitl", "crowd", "export", c.path, tmp_path / "p", "--platform",
+                           "prolific").stdout)
+    app = create_app(tmp_path / "none.db", reports_dir=tmp_path, thumbnail_dir=tmp_path / "t",
+                     campaign=c.path)
+    with TestClient(app) as client:
+        r = client.get("/prolific?PROLIFIC_PID=5f1a2b3c4d&STUDY_ID=s1&SESSION_ID=x9")
+        assert r.status_code == 200
+        token = re.search(r'href="/judge\?token=([^"]+)"', r.text).group(1)
+        assert client.get("/prolific/done?PROLIFIC_PID=5f1a2b3c4d").status_code == 409
+        w = c.worker_for(token)
+        assert w is not None and w.name == "prolific:5f1a2b3c4d"
+        aid = c.next_assignment(w)
+        c.submit(aid, w, gold_answers(c, c.assignment(aid, w)))
+        r = client.get("/prolific/done?PROLIFIC_PID=5f1a2b3c4d")
+        assert r.status_code == 200 and info["completion_code"] in r.text
+        assert f"submissions/complete?cc={info['completion_code']}" in r.text
+        # coming back registers no second worker; the old link stops working
+        r = client.get("/prolific?PROLIFIC_PID=5f1a2b3c4d&STUDY_ID=s1&SESSION_ID=x9")
+        assert c.worker_for(token) is None
+        assert c.q("SELECT COUNT(*) FROM external_workers WHERE platform = 'prolific'")[0][0] == 1
+        assert client.get("/prolific?PROLIFIC_PID=<x>").status_code == 400

@@ -538,3 +538,35 @@ def pay_report(campaign: Campaign, reward: float, fee: float = 0.0) -> dict[str,
             "hourly": reward * 3600 / median if median else None,
             "paid_hits": paid, "cost": round(paid * reward * (1 + fee), 4)}
 
+
+
+# ----- Prolific participants ------------------------------------------------------------------
+def register_participant(campaign: Campaign, pid: str, study: str = "",
+                         session: str = "") -> str:
+    """Register (or find) the Prolific participant ``pid`` and give them a fresh worker token
+    (only its hash is kept; an earlier token of theirs stops working)."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", pid or ""):
+        raise XmodalError("the study link needs a PROLIFIC_PID (letters and digits)")
+    expected = campaign.meta("prolific_study")
+    if expected and study != expected:
+        raise XmodalError("this link belongs to another Prolific study")
+    token = secrets.token_urlsafe(24)
+    with campaign.write() as c:
+        wid = external_worker(c, "prolific", pid)
+        c.execute("UPDATE workers SET token_sha256 = ? WHERE id = ?",
+                  (hashlib.sha256(token.encode()).hexdigest(), wid))
+        if session:
+            campaign.set_meta(c, f"prolific_session:{pid}", session)
+    return token
+
+
+def participant_done(campaign: Campaign, pid: str) -> tuple[int, str | None]:
+    """(HITs the participant submitted, the completion code once they submitted enough)."""
+    row = campaign.q("SELECT COUNT(a.id) FROM external_workers e JOIN assignments a ON "
+                     "a.worker_id = e.worker_id WHERE e.platform = 'prolific' AND "
+                     "e.external_id = ? AND a.submitted_at IS NOT NULL", (pid,))
+    done = row[0][0] if row else 0
+    need = int(campaign.meta("prolific_min_hits", 1))
+    return done, (campaign.meta("prolific_completion_code") if done >= need else None)

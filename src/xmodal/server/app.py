@@ -20,7 +20,7 @@ from xmodal.server.body_limit import BodySizeLimit, ConcurrencyLimit
 from xmodal.server.errors import install_error_handlers
 from xmodal.server.limits import ServerLimits
 from xmodal.server.reports import ReportStore
-from xmodal.server.routes import annotate, duplicates, judge, meta, reports, search
+from xmodal.server.routes import annotate, crowd, duplicates, judge, meta, reports, search
 from xmodal.server.security import AccessGuard
 from xmodal.server.state import ServerState
 from xmodal.server.thumbnails import ThumbnailCache
@@ -124,7 +124,7 @@ def create_app(
     app.add_middleware(BodySizeLimit, max_bytes=state.limits.max_body_bytes)
     app.add_middleware(ConcurrencyLimit, max_requests=state.limits.max_concurrent_requests)
     app.add_middleware(AccessGuard, allowed_hosts=allowed_hosts, token=access_token)
-    for module in (search, annotate, meta, reports, judge, duplicates):
+    for module in (search, annotate, meta, reports, judge, duplicates, crowd):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _mount_swagger_ui(app)
