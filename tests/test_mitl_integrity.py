@@ -257,3 +257,72 @@ def test_simulate_writes_into_a_named_or_temporary_folder_and_runs_again(
     r = _cli(*args, "--campaign", tmp_path / "mine.db")
     assert isinstance(r.exception, XmodalError) and "not a simulated campaign" in str(
         r.exception)
+
+
+# -- small collections, gold choices, HIT sizes, messages (item 8) ---------------------------
+def _propose_small(tmp_path, *extra):
+    from mitl_fixtures import make_folder
+
+    make_folder(tmp_path)
+    files = score_files(tmp_path, 1)
+    return _cli("mitl", "propose", tmp_path / "c.db", "-p", "folder", "--data",
+                tmp_path / "photos", "--captions", tmp_path / "caps.csv", "-a", files[0],
+                "-n", "0", "--json", *extra)
+
+
+def test_a_small_collection_is_refused_at_propose_unless_gold_is_none_or_given(tmp_path):
+    r = _propose_small(tmp_path)
+    assert isinstance(r.exception, XmodalError)
+    assert "--gold none" in str(r.exception) and "--gold FILE" in str(r.exception)
+    assert not (tmp_path / "c.db").exists()
+    # no check pairs
+    r = _propose_small(tmp_path, "--gold", "none")
+    assert r.exit_code == 0, r.output
+    r = _cli("mitl", "hits", tmp_path / "c.db", "--size", "6")
+    assert r.exit_code == 0, r.output
+    with Campaign(tmp_path / "c.db") as c:
+        assert c.q("SELECT COUNT(*) FROM hits")[0][0] > 0
+        assert {r for r, in c.q("SELECT DISTINCT role FROM hit_items")} == {"judge"}
+    # user-supplied gold pairs, checked at propose
+    (tmp_path / "c.db").unlink()
+    gold = tmp_path / "gold.csv"
+    gold.write_text("image_id,text_id,label\np00.jpg,p00.jpg#0,positive\np01.jpg,nope,negative\n")
+    r = _propose_small(tmp_path, "--gold", gold)
+    assert isinstance(r.exception, XmodalError) and "gold.csv:3" in str(r.exception)
+    assert not (tmp_path / "c.db").exists()
+    from xmodal.eval.protocols import get_protocol
+
+    protocol = get_protocol("folder", tmp_path / "photos", captions=tmp_path / "caps.csv")
+    d = protocol.directions["i2t"]
+    pos = (d.image_ids[0], d.text_ids[d.relevance[0].indices[0]])
+    neg = (d.image_ids[1], d.text_ids[d.relevance[5].indices[0]])
+    gold.write_text(f"image_id,text_id,label\n{pos[0]},{pos[1]},positive\n"
+                    f"{neg[0]},{neg[1]},negative\n")
+    r = _propose_small(tmp_path, "--gold", gold)
+    assert r.exit_code == 0, r.output
+    assert _cli("mitl", "hits", tmp_path / "c.db", "--size", "6").exit_code == 0
+    with Campaign(tmp_path / "c.db") as c:
+        got = set(c.q("SELECT hi.role, p.image_id, p.text_id FROM hit_items hi JOIN pairs p "
+                      "ON p.id = hi.pair_id WHERE hi.role != 'judge'"))
+        assert got == {("gold_pos", *pos), ("gold_neg", *neg)}
+
+
+def test_the_last_tiny_hit_is_folded_into_the_one_before(tmp_path):
+    from xmodal.mitl.hits import chunks
+
+    assert [len(c) for c in chunks(list(range(33)), 16)] == [16, 17]  # not 16 + 16 + 1
+    assert [len(c) for c in chunks(list(range(40)), 16)] == [16, 16, 8]
+    assert [len(c) for c in chunks(list(range(3)), 16)] == [3]
+    c, _ = build_campaign(tmp_path, size=5, replication=1)
+    sizes = [n for n, in c.q("SELECT COUNT(*) FROM hit_items WHERE role = 'judge' GROUP BY "
+                             "hit_id")]
+    assert min(sizes) * 2 >= 5 and sum(sizes) == c.progress()["candidates"]
+
+
+def test_hits_after_everything_is_bundled_says_what_to_do(tmp_path):
+    c, _ = build_campaign(tmp_path)
+    c.close()
+    r = _cli("mitl", "hits", c.path)
+    assert isinstance(r.exception, XmodalError)
+    msg = str(r.exception)
+    assert "already in one of the" in msg and "next-round" in msg and "propose first" not in msg

@@ -96,6 +96,10 @@ def propose_command(
     judge_originals: bool = typer.Option(False, "--judge-originals", help="also have the "
                                          "sampled queries' original positive pairs judged "
                                          "(for the precision of the original ground truth)"),
+    gold: str = typer.Option("auto", "--gold", help="check pairs in every HIT: auto (a "
+                             "protocol positive and a drawn negative), none (no check pairs; "
+                             "for small collections), or a CSV FILE of image_id,text_id,label "
+                             "(positive / negative) with your own"),
     as_json: bool = typer.Option(False, "--json", help="print the statistics as JSON"),
 ) -> None:
     """Start a campaign: sample queries and store every annotator's top-K as candidates.
@@ -122,9 +126,27 @@ def propose_command(
     for a in annotator:
         console.print(f"scoring with {a} …")
         built.append(load_annotator(a, proto, seed))
+    from xmodal.mitl.hits import negatives_available, read_gold_file
+
+    gold_spec = ({"mode": gold} if gold in ("auto", "none")
+                 else {"mode": "file", "file": str(Path(gold).resolve()),
+                       **read_gold_file(gold, proto)})
     with Campaign(campaign, create=True) as c:
-        c.set_meta_now("protocol", spec)
-        stats = propose(c, proto, built, queries or None, k, seed, judge_originals)
+        try:
+            c.set_meta_now("protocol", spec)
+            c.set_meta_now("gold", gold_spec)
+            stats = propose(c, proto, built, queries or None, k, seed, judge_originals)
+            if gold == "auto" and negatives_available(c, proto) == 0:
+                raise XmodalError(
+                    "no known negative can be drawn: every pair of this collection is a "
+                    "positive or in an annotator's top-25 (a small collection, or all queries "
+                    "sampled). Propose again with --gold none (HITs without check pairs) or "
+                    "--gold FILE (your own known positive and negative pairs).")
+        except BaseException:
+            c.close()
+            for extra in ("", "-wal", "-shm"):  # nothing half-made
+                Path(f"{campaign}{extra}").unlink(missing_ok=True)
+            raise
     if as_json:
         _echo_json(stats)
     else:
@@ -148,7 +170,9 @@ def hits_command(
 
     with Campaign(campaign) as c:
         hits = make_hits(c, _campaign_protocol(c), size, judgments, seed)
-        console.print(f"{len(hits)} HITs of up to {size} + 2 pairs, {judgments} workers each. "
+        gold = 0 if (c.meta("gold") or {}).get("mode") == "none" else 2
+        console.print(f"{len(hits)} HITs of about {size} + {gold} pairs, {judgments} workers "
+                      "each. "
                       f"next: xmodal mitl workers add {campaign} NAME; xmodal serve "
                       f"--campaign {campaign}")
 

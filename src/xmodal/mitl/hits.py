@@ -6,6 +6,8 @@ pair may be judged as an original in another HIT (a pair's role is per HIT: judg
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from xmodal.errors import XmodalError
@@ -17,48 +19,135 @@ DEFAULT_SIZE = 16
 DEFAULT_REPLICATION = 3
 
 
+GOLD_MODES = ("auto", "none", "file")
+
+
+def near_pairs(campaign: Campaign) -> set[tuple[str, str]]:
+    """Pairs no known negative may be: in an annotator's stored top-25, or up for judging."""
+    near = {(i, t) for i, t in campaign.q("SELECT image_id, text_id FROM proposals")}
+    return near | {(i, t) for i, t in campaign.q("SELECT image_id, text_id FROM pairs WHERE "
+                                                 "kind IN ('candidate', 'original')")}
+
+
+def negatives_available(campaign: Campaign, protocol: Protocol) -> int:
+    """How many pairs could serve as a known negative: outside every annotator's stored top-25,
+    not a candidate and not positive (0 for a small collection proposed with every query)."""
+    image_ids, text_ids, _ = protocol_pool(protocol)
+    near = near_pairs(campaign)
+    near |= {(image_ids[i], text_ids[t]) for i, t in positive_pairs(protocol)}
+    return len(image_ids) * len(text_ids) - len(near)
+
+
+def read_gold_file(path: str | Path, protocol: Protocol) -> dict[str, list[list[str]]]:
+    """Gold pairs given by the user: a CSV ``image_id,text_id,label`` (label ``positive`` or
+    ``negative``), checked against the protocol's pool and positives."""
+    import csv
+
+    image_ids, text_ids, _ = protocol_pool(protocol)
+    images, texts = set(image_ids), set(text_ids)
+    positives = {(image_ids[i], text_ids[t]) for i, t in positive_pairs(protocol)}
+    out: dict[str, list[list[str]]] = {"positive": [], "negative": []}
+    path = Path(path)
+    if not path.is_file():
+        raise XmodalError(f"gold file not found: {path}")
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        for n, row in enumerate(csv.reader(f), 1):
+            if not row or (n == 1 and [c.strip().lower() for c in row[:3]] ==
+                           ["image_id", "text_id", "label"]):
+                continue
+            if len(row) < 3:
+                raise XmodalError(f"{path}:{n}: expected image_id,text_id,label")
+            image, text, label = (c.strip() for c in row[:3])
+            if image not in images or text not in texts:
+                raise XmodalError(f"{path}:{n}: {image!r} / {text!r} is not an image and a text "
+                                  f"of protocol {protocol.name!r}")
+            if label not in out:
+                raise XmodalError(f"{path}:{n}: label must be positive or negative, not "
+                                  f"{label!r}")
+            if label == "negative" and (image, text) in positives:
+                raise XmodalError(f"{path}:{n}: ({image}, {text}) is a positive of the "
+                                  "protocol, not a known negative")
+            out[label].append([image, text])
+    if not out["positive"] or not out["negative"]:
+        raise XmodalError(f"{path}: give at least one positive and one negative gold pair "
+                          f"(found {len(out['positive'])} and {len(out['negative'])})")
+    return out
+
+
+def chunks(order: list[int], size: int) -> list[list[int]]:
+    """``size`` pairs per HIT; a last HIT of less than half that is folded into the one
+    before (no HIT of 1 pair + 2 gold)."""
+    out = [order[i:i + size] for i in range(0, len(order), size)]
+    if len(out) > 1 and 2 * len(out[-1]) < size:
+        last = out.pop()
+        out[-1] = out[-1] + last
+    return out
+
+
 def make_hits(campaign: Campaign, protocol: Protocol, size: int = DEFAULT_SIZE,
               replication: int = DEFAULT_REPLICATION, seed: int = 0) -> list[int]:
-    """HITs over every candidate (and original) pair not yet in a HIT; returns their ids."""
+    """HITs over every candidate (and original) pair not yet in a HIT; returns their ids.
+
+    Gold pairs as the campaign's ``gold`` setting says (``xmodal mitl propose --gold``):
+    ``auto`` draws them from the protocol, ``file`` from the user's gold pairs, ``none`` adds
+    none."""
     if size < 1:
         raise XmodalError(f"--size must be at least 1, got {size}")
     if replication < 1:
         raise XmodalError(f"--judgments must be at least 1, got {replication}")
     pending = campaign.unassigned_pairs()
     if not pending:
-        raise XmodalError(f"{campaign.path}: no candidate pairs waiting for a HIT (run "
-                          "'xmodal mitl propose' first)")
+        n_hits = campaign.q("SELECT COUNT(*) FROM hits")[0][0]
+        if n_hits:
+            raise XmodalError(f"{campaign.path}: every candidate pair is already in one of the "
+                              f"{n_hits} HITs; for more, propose the next round ('xmodal mitl "
+                              "next-round CAMPAIGN --budget N') and run 'hits' again")
+        raise XmodalError(f"{campaign.path}: no candidate pairs waiting for a HIT: 'xmodal "
+                          "mitl propose' found none outside the known positives (try more "
+                          "--queries, a larger --k or other annotators)")
+    gold = campaign.meta("gold") or {"mode": "auto"}
     image_ids, text_ids, _ = protocol_pool(protocol)
     positives = sorted(positive_pairs(protocol))
-    if not positives:
-        raise XmodalError(f"protocol {protocol.name!r} has no positive pair to use as gold")
-    near = {(i, t) for i, t in campaign.q("SELECT image_id, text_id FROM proposals")}
-    near |= {(i, t) for i, t in campaign.q("SELECT image_id, text_id FROM pairs WHERE kind "
-                                             "IN ('candidate', 'original')")}
-    gold_pos = [(image_ids[i], text_ids[t]) for i, t in positives]
-    pos_ids = set(gold_pos)
+    if gold["mode"] == "file":
+        gold_pos = [tuple(p) for p in gold["positive"]]
+        gold_negs = [tuple(p) for p in gold["negative"]]
+    else:
+        gold_pos = [(image_ids[i], text_ids[t]) for i, t in positives]
+        gold_negs = []
+    if gold["mode"] != "none" and not gold_pos:
+        raise XmodalError(f"protocol {protocol.name!r} has no positive pair to use as gold; "
+                          "propose with --gold none or --gold FILE")
+    near = near_pairs(campaign)
+    pos_ids = {(image_ids[i], text_ids[t]) for i, t in positives}
     rng = np.random.default_rng(seed)
-    order = rng.permutation(len(pending))
+    order = [int(j) for j in rng.permutation(len(pending))]
     round_ = int(campaign.meta("round", 1))
     hits = []
     with campaign.write() as c:
-        for start in range(0, len(order), size):
-            chunk = [(pending[j], "judge") for j in order[start:start + size]]
-            in_chunk = {p for p, _ in chunk}
-            for _ in range(100):  # a known positive not already among this HIT's pairs
-                gp_id = campaign.add_pair(c, *gold_pos[rng.integers(len(gold_pos))], "gold_pos",
-                                          round_)
-                if gp_id not in in_chunk:
-                    break
-            for _ in range(10_000):
-                gn = (image_ids[rng.integers(len(image_ids))], text_ids[rng.integers(len(text_ids))])
-                if gn not in near and gn not in pos_ids:
-                    break
-            else:
-                raise XmodalError("could not draw a known negative outside every annotator's "
-                                  "top-25; the pool is too small for gold pairs")
-            chunk.append((gp_id, "gold_pos"))
-            chunk.append((campaign.add_pair(c, *gn, "gold_neg", round_), "gold_neg"))
+        for part in chunks(order, size):
+            chunk = [(pending[j], "judge") for j in part]
+            if gold["mode"] != "none":
+                in_chunk = {p for p, _ in chunk}
+                for _ in range(100):  # a known positive not already among this HIT's pairs
+                    gp_id = campaign.add_pair(c, *gold_pos[rng.integers(len(gold_pos))],
+                                              "gold_pos", round_)
+                    if gp_id not in in_chunk:
+                        break
+                if gold_negs:
+                    gn = gold_negs[rng.integers(len(gold_negs))]
+                else:
+                    for _ in range(10_000):
+                        gn = (image_ids[rng.integers(len(image_ids))],
+                              text_ids[rng.integers(len(text_ids))])
+                        if gn not in near and gn not in pos_ids:
+                            break
+                    else:
+                        raise XmodalError(
+                            "could not draw a known negative outside every annotator's top-25; "
+                            "the collection is too small for drawn gold pairs: propose with "
+                            "--gold none or --gold FILE (your own known pairs)")
+                chunk.append((gp_id, "gold_pos"))
+                chunk.append((campaign.add_pair(c, *gn, "gold_neg", round_), "gold_neg"))
             shuffled = [chunk[j] for j in rng.permutation(len(chunk))]
             hits.append(campaign.add_hit(c, shuffled, round_, replication))
     return hits
