@@ -39,7 +39,6 @@ from xmodal.mitl.answers import ANSWERS, is_gold_correct
 from xmodal.mitl.store import LIVE, Campaign
 
 PLATFORMS = ("mturk", "label-studio", "prolific")
-REVIEW_NOTE = "a check pair was answered wrongly; waiting for a reviewer (xmodal mitl review)"
 
 
 # ----- opaque names ---------------------------------------------------------------------------
@@ -418,8 +417,8 @@ def import_mturk(campaign: Campaign, path: Path) -> dict[str, Any]:
 def write_mturk_decisions(campaign: Campaign, decisions: Iterable[tuple[dict, str]],
                           out: Path) -> None:
     """The results rows with ``Approve`` ('x') or ``Reject`` (a reason) for MTurk's upload;
-    a HIT waiting for a reviewer is left blank until the next import or
-    ``xmodal mitl crowd decisions``."""
+    a HIT waiting for a reviewer is left blank until the same file is imported again after
+    the review."""
     status = dict(campaign.q("SELECT e.external_id, a.status FROM external_assignments e JOIN "
                              "assignments a ON a.id = e.assignment_id WHERE e.platform = "
                              "'mturk'"))
