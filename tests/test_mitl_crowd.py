@@ -280,3 +280,61 @@ def test_prolific_link_registers_the_participant_and_ends_on_the_completion_code
         assert c.worker_for(token) is None
         assert c.q("SELECT COUNT(*) FROM external_workers WHERE platform = 'prolific'")[0][0] == 1
         assert client.get("/prolific?PROLIFIC_PID=<x>").status_code == 400
+
+
+@pytest.mark.browser
+def test_prolific_study_link_to_completion_code_in_chromium(tmp_path):
+    """A participant opens the study link, judges a HIT on /judge, gets the completion code."""
+    import time
+
+    from live_server import chromium, live_server
+    from mitl_fixtures import build_campaign
+
+    from xmodal.server import create_app
+
+    c, _ = build_campaign(tmp_path)
+    info = json.loads(_cli("mitl", "crowd", "export", c.path, tmp_path / "p", "--platform",
+                           "prolific").stdout)
+    app = create_app(tmp_path / "none.db", reports_dir=tmp_path, thumbnail_dir=tmp_path / "t",
+                     campaign=c.path)
+    with live_server(app) as url, chromium() as browser:
+        context = browser.new_context(viewport={"width": 1000, "height": 800})
+        errors = []
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        study = info["study_url"].replace("https://YOUR-HOST", url)
+        study = (study.replace("{{%PROLIFIC_PID%}}", "60a1b2c3d4e5f6")
+                 .replace("{{%STUDY_ID%}}", "st1").replace("{{%SESSION_ID%}}", "se1"))
+        page.goto(study)
+        with context.expect_page() as opened:
+            page.click("#start")
+        judge = opened.value
+        judge.set_default_timeout(10_000)
+        judge.on("pageerror", lambda exc: errors.append(str(exc)))
+        judge.wait_for_selector("#pair-view")
+        for _ in range(40):  # answer every pair "1" until the summary shows
+            if judge.is_visible("#summary"):
+                break
+            before = judge.inner_text("#progress-text")
+            judge.keyboard.press("1")
+            judge.wait_for_function(
+                "b => document.querySelector('#progress-text').textContent !== b || "
+                "!document.querySelector('#summary').hidden", arg=before)
+        judge.click("#submit")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            done = c.q("SELECT COUNT(*) FROM assignments a JOIN external_workers e ON "
+                       "e.worker_id = a.worker_id WHERE e.external_id = '60a1b2c3d4e5f6' AND "
+                       "a.submitted_at IS NOT NULL")[0][0]
+            if done:
+                break
+            time.sleep(0.2)
+        assert done == 1
+        page.click("#done")
+        page.wait_for_selector("#code")
+        assert page.inner_text("#code") == info["completion_code"]
+        assert page.get_attribute("#complete", "href").endswith(
+            f"cc={info['completion_code']}")
+        context.close()
+        assert not errors, errors
