@@ -127,7 +127,8 @@ def test_tokens_are_required_and_nothing_is_written_without_one(served):
         r = client.post("/api/mitl/assignments/1/submit", headers=headers,
                         json={"answers": {"1": {"answer": 1}}})
         assert r.status_code == 401
-    assert client.get("/api/mitl/image/1?token=nope").status_code == 401
+    assert client.get("/api/mitl/assignments/1/items/x/image").status_code == 401
+    assert client.get("/api/mitl/me?token=nope").status_code == 400  # no tokens in URLs
     assert c.q("SELECT COUNT(*) FROM assignments")[0][0] == 0
     assert c.q("SELECT COUNT(*) FROM judgments")[0][0] == 0
 
@@ -137,33 +138,45 @@ def test_api_loop_with_gold_failure_and_review(served):
     alice, bob = c.add_worker("alice"), c.add_worker("bob")
     boss = c.add_worker("boss", "reviewer")
     # alice: a draft, a reload (same HIT and draft back), then a correct submission
+    from xmodal.mitl.blind import id_map
+
+    def by_item(payload, token, wrong=False, reason=None):
+        """gold_answers re-keyed by the opaque item ids the worker sees."""
+        raw = c.assignment(payload["assignment"], c.worker_for(token))
+        right = gold_answers(c, raw, wrong)
+        return {i: {"answer": right[p][0], **({"reason": reason} if reason else {})}
+                for i, p in id_map(c, payload["assignment"]).items()}
+
     first = client.post("/api/mitl/next", headers=_h(alice)).json()
     aid, items = first["assignment"], first["items"]
     assert len(items) >= 3 and first["answers"]["1"] == "100% yes"
     r = client.put(f"/api/mitl/assignments/{aid}/draft", headers=_h(alice),
-                   json={"answers": {str(items[0]["pair_id"]): {"answer": 2}}, "position": 1})
+                   json={"answers": {items[0]["id"]: {"answer": 2}}, "position": 1})
     assert r.status_code == 200
     again = client.post("/api/mitl/next", headers=_h(alice)).json()
     assert again["assignment"] == aid and again["draft"]["position"] == 1
-    img = client.get(f"/api/mitl/image/{items[0]['pair_id']}?token={alice}")
+    assert again["draft"]["answers"] == {items[0]["id"]: {"answer": 2}}
+    img = client.get(items[0]["image"], headers=_h(alice))
     assert img.status_code == 200 and img.headers["content-type"] == "image/jpeg"
     # an incomplete HIT is refused whole
     r = client.post(f"/api/mitl/assignments/{aid}/submit", headers=_h(alice),
-                    json={"answers": {str(items[0]["pair_id"]): {"answer": 1}}})
+                    json={"answers": {items[0]["id"]: {"answer": 1}}})
     assert r.status_code == 400 and "incomplete" in r.json()["error"]["message"]
     assert c.q("SELECT COUNT(*) FROM judgments")[0][0] == 0
-    right = {str(p): {"answer": a, "reason": "ok"} for p, (a, _) in
-             gold_answers(c, first).items()}
+    right = by_item(first, alice, reason="ok")
     r = client.post(f"/api/mitl/assignments/{aid}/submit", headers=_h(alice), json={"answers": right})
-    assert r.json()["status"] == "accepted"
+    assert r.json()["submitted"] is True
+    assert c.q("SELECT status FROM assignments WHERE id = ?", (aid,))[0][0] == "accepted"
     r = client.post(f"/api/mitl/assignments/{aid}/submit", headers=_h(alice), json={"answers": right})
     assert r.status_code == 409  # no second submission
-    # bob fails the gold check: the HIT goes to review
+    # bob fails the gold check: the HIT goes to review (bob is not told)
     nb = client.post("/api/mitl/next", headers=_h(bob)).json()
-    wrong = {str(p): {"answer": a} for p, (a, _) in gold_answers(c, nb, True).items()}
+    wrong = by_item(nb, bob, wrong=True)
     r = client.post(f"/api/mitl/assignments/{nb['assignment']}/submit", headers=_h(bob),
                     json={"answers": wrong})
-    assert r.json()["status"] == "review"
+    assert r.json() == {"assignment": nb["assignment"], "submitted": True}
+    assert c.q("SELECT status FROM assignments WHERE id = ?", (nb["assignment"],))[0][0] == \
+        "review"
     assert client.get("/api/mitl/review", headers=_h(bob)).status_code == 403
     queue = client.get("/api/mitl/review", headers=_h(boss)).json()["queue"]
     assert [q["assignment"] for q in queue] == [nb["assignment"]]
@@ -288,16 +301,20 @@ def test_kill_9_during_submissions_loses_nothing_and_leaves_no_half_hit(tmp_path
 
         roles = {(h, p): r for h, p, r in c.q("SELECT hit_id, pair_id, role FROM hit_items")}
 
+        from xmodal.mitl.blind import id_map
+
         def work(token):
+            own = Campaign(c.path)  # the worker's item ids -> pairs, on this thread's connection
             with httpx.Client(base_url=base, headers=_h(token), timeout=5) as http:
                 while not stop.is_set():
                     try:
                         nxt = http.post("/api/mitl/next").json()
                         if nxt["assignment"] is None:
                             return
-                        answers = {str(it["pair_id"]): {"answer": 4 if roles[
-                            nxt["hit"], it["pair_id"]] == "gold_neg" else 1}
-                                   for it in nxt["items"]}
+                        (hit,), = own.q("SELECT hit_id FROM assignments WHERE id = ?",
+                                        (nxt["assignment"],))
+                        answers = {i: {"answer": 4 if roles[hit, p] == "gold_neg" else 1}
+                                   for i, p in id_map(own, nxt["assignment"]).items()}
                         r = http.post(f"/api/mitl/assignments/{nxt['assignment']}/submit",
                                       json={"answers": answers})
                         if r.status_code == 200:

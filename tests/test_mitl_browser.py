@@ -9,6 +9,7 @@ thread on 127.0.0.1 and Playwright drives Debian's headless Chromium, as in
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
 import numpy as np
@@ -105,16 +106,15 @@ def _db(campaign):
 
 
 def _open_assignment(campaign, worker: str) -> tuple[int, int, list[tuple[int, str]]]:
-    """(assignment, hit, [(pair id, kind or gold role)] in HIT order) of the worker's active
-    assignment."""
+    """(assignment, hit, [(pair id, gold role)] in the order this worker is shown) of the
+    worker's active assignment."""
+    from xmodal.mitl.blind import id_map
+
     with _db(campaign) as c:
         (aid, hit), = c.q("SELECT a.id, a.hit_id FROM assignments a JOIN workers w ON "
                           "w.id = a.worker_id WHERE w.name = ? AND a.status = 'active'", (worker,))
-        # a pair's gold role is per HIT (hit_items.role) where the store has it, else its kind
-        roles = {r[1] for r in c.q("PRAGMA table_info(hit_items)")}
-        kind = "hi.role" if "role" in roles else "p.kind"
-        items = c.q(f"SELECT p.id, {kind} FROM hit_items hi JOIN pairs p ON p.id = hi.pair_id "
-                    "WHERE hi.hit_id = ? ORDER BY hi.position", (hit,))
+        roles = dict(c.q("SELECT pair_id, role FROM hit_items WHERE hit_id = ?", (hit,)))
+        items = [(p, roles[p]) for p in id_map(c, aid).values()]
     return aid, hit, items
 
 
@@ -148,7 +148,8 @@ def test_worker_judges_a_hit_by_keyboard_resumes_after_reload_and_submits(campai
     page = new_page()
     page.goto(campaign["url"] + "/judge?token=" + campaign["tokens"]["alice"])
     _wait_pair(page, 1, 6)
-    assert "token=" not in page.url  # taken from the address bar, kept in localStorage
+    assert page.url == campaign["url"] + "/judge"  # exchanged for a cookie, a clean address
+    assert "HIT 1 of" in page.inner_text("#progress-text")  # numbered per worker
     assert page.inner_text("#who").startswith("alice")
     aid, hit, items = _open_assignment(campaign, "alice")
     assert len(items) == 6
@@ -227,15 +228,17 @@ def test_a_wrong_gold_answer_goes_to_review_and_is_rejected(campaign, new_page):
     wrong = {"gold_pos": 4, "gold_neg": 1}
     plan = [wrong.get(kind, 2) for _, kind in items]
     for i, answer in enumerate(plan):
-        page.click(f"#answer-buttons button[data-answer='{answer}']")  # mouse: select only
-        assert _pressed(page) == [str(answer)]
+        _wait_pair(page, i + 1, 6)
         if items[i][1].startswith("gold"):
             page.fill("#reason", "not sure")
-        page.click("#next")
+        page.click(f"#answer-buttons button[data-answer='{answer}']")  # one tap: answer, go on
     page.wait_for_selector("#summary:not([hidden]) #submit:not([hidden])")
     page.click("#submit")
     page.wait_for_selector("#outcome:not([hidden])")
-    assert "sent to review" in page.inner_text("#outcome-text")
+    # no verdict on the check pairs before review: the same words as a right answer
+    assert page.inner_text("#outcome-text").startswith("Submitted")
+    assert "review" not in page.inner_text("#outcome-text")
+    assert "check" not in page.inner_text("#outcome-text")
     with _db(campaign) as c:
         assert c.q("SELECT status FROM assignments WHERE id = ?", (aid,)) == [("review",)]
 
@@ -257,8 +260,30 @@ def test_a_wrong_gold_answer_goes_to_review_and_is_rejected(campaign, new_page):
                           ".every(i => i.complete && i.naturalWidth > 0)")
     rev.screenshot(path=str(ARTIFACTS / "web-review.png"), full_page=True)
     entry.locator("input.note").fill("both check pairs wrong")
+    # Reject asks first; Cancel keeps the HIT; a confirmed Reject can be undone
     entry.locator("button.reject").click()
-    entry.wait_for(state="detached")
+    assert entry.locator("button.reject").inner_text() == "Confirm reject"
+    with _db(campaign) as c:
+        assert c.q("SELECT status FROM assignments WHERE id = ?", (aid,)) == [("review",)]
+    entry.locator("button.cancel").click()
+    assert entry.locator("button.reject").inner_text() == "Reject"
+    entry.locator("button.reject").click()
+    entry.locator("button.reject").click()
+    notice = rev.locator(f".review-entry.decided[data-assignment='{aid}']")
+    notice.wait_for()
+    assert "rejected" in notice.inner_text()
+    with _db(campaign) as c:
+        assert c.q("SELECT status FROM assignments WHERE id = ?", (aid,)) == [("rejected",)]
+    notice.locator("button.undo").click()
+    entry = rev.locator(f".review-entry:not(.decided)[data-assignment='{aid}']")
+    entry.wait_for()
+    assert "undone" in rev.inner_text("#message")
+    with _db(campaign) as c:
+        assert c.q("SELECT status FROM assignments WHERE id = ?", (aid,)) == [("review",)]
+    entry.locator("input.note").fill("both check pairs wrong")
+    entry.locator("button.reject").click()
+    entry.locator("button.reject").click()
+    rev.locator(f".review-entry.decided[data-assignment='{aid}']").wait_for()
     assert "rejected" in rev.inner_text("#message")
     with _db(campaign) as c:
         assert c.q("SELECT status FROM assignments WHERE id = ?", (aid,)) == [("rejected",)]
@@ -289,6 +314,102 @@ def test_a_missing_or_wrong_token_shows_an_error_and_writes_nothing(campaign, ne
     assert page.is_visible("#token-form") and page.is_hidden("#review")
     assert _snapshot(campaign) == before
 
+
+
+def test_a_phone_shows_the_pair_and_all_four_answers_and_one_tap_goes_on(campaign, new_page):
+    with _db(campaign) as c:
+        token = c.add_worker("phone")
+    page = new_page(width=390, height=844)
+    page.goto(campaign["url"] + "/judge?token=" + token)
+    _wait_pair(page, 1, 6)
+    page.wait_for_function("document.querySelector('#pair-image').naturalWidth > 0")
+    assert page.evaluate("window.scrollY") == 0
+    for box in [page.locator(f"#answer-buttons button[data-answer='{n}']").bounding_box()
+                for n in (1, 2, 3, 4)]:
+        assert box["y"] >= 0 and box["y"] + box["height"] <= 844, box  # no scrolling needed
+        assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    image = page.locator("#pair-image").bounding_box()
+    assert image["height"] > 100 and image["y"] + image["height"] <= 844
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    page.screenshot(path=str(ARTIFACTS / "web-judge-phone.png"))
+    page.click("#answer-buttons button[data-answer='3']")
+    _wait_pair(page, 2, 6)  # one tap answered and moved on
+    # campaign pages link no search or evaluation pages; the instructions are one tap away
+    links = page.locator("header a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    assert "/" not in links and "/eval" not in links and "/judge/instructions" in links
+
+
+def test_instructions_show_an_example_for_each_answer(campaign, new_page):
+    page = new_page(width=390, height=844)
+    page.goto(campaign["url"] + "/judge/instructions")
+    for n, words in enumerate(["100% yes", "partially yes", "mostly no", "100% no"], 1):
+        example = page.locator(f"#example-{n}")
+        assert words in example.inner_text() and "“" in example.inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+
+def test_two_tabs_of_one_worker_get_changed_in_another_tab_and_merge(campaign, new_page):
+    with _db(campaign) as c:
+        token = c.add_worker("twotabs")
+    one = new_page()
+    one.goto(campaign["url"] + "/judge?token=" + token)
+    _wait_pair(one, 1, 6)
+    two = one.context.new_page()  # the same browser: the same session cookie
+    two.goto(campaign["url"] + "/judge")
+    _wait_pair(two, 1, 6)
+    one.click("#answer-buttons button[data-answer='1']")
+    _wait_pair(one, 2, 6)
+    _wait_saved(one)
+    two.click("#answer-buttons button[data-answer='4']")  # the stale tab
+    two.wait_for_selector("#conflict:not([hidden])")
+    assert "another tab" in two.inner_text("#message")
+    assert "changed in another tab" in two.inner_text("#save-status").lower()
+    row = two.locator("#conflict-list li")
+    assert row.count() == 1 and "100% yes" in row.inner_text() and "100% no" in row.inner_text()
+    two.screenshot(path=str(ARTIFACTS / "web-judge-conflict.png"))
+    row.locator("button.take-theirs").click()
+    two.wait_for_selector("#conflict", state="hidden")
+    _wait_saved(two)
+    aid, _, _ = _open_assignment(campaign, "twotabs")
+    with _db(campaign) as c:
+        draft = json.loads(c.q("SELECT draft FROM assignments WHERE id = ?", (aid,))[0][0])
+    assert [v["answer"] for v in draft["answers"].values()] == [1]
+
+
+def test_a_too_long_reason_is_refused_not_cut(campaign, new_page):
+    with _db(campaign) as c:
+        token = c.add_worker("wordy")
+    page = new_page()
+    page.goto(campaign["url"] + "/judge?token=" + token)
+    _wait_pair(page, 1, 6)
+    page.fill("#reason", "x" * 2001)
+    page.wait_for_selector("#reason-error:not([hidden])")
+    assert "2,000" in page.inner_text("#reason-error")
+    assert page.inner_text("#reason-count").startswith("2,001 / 2,000")
+    page.wait_for_selector("#save-status[data-state=error]")
+    assert page.input_value("#reason") == "x" * 2001  # nothing cut
+    page.fill("#reason", "x" * 2000)
+    page.wait_for_selector("#reason-error", state="hidden")
+    _wait_saved(page)
+
+
+def test_review_wraps_long_words(campaign, new_page):
+    with _db(campaign) as c:
+        worker = c.worker_for(c.add_worker("longword"))
+        aid = c.next_assignment(worker)
+        roles = dict(c.q("SELECT hi.pair_id, hi.role FROM hit_items hi JOIN assignments a ON "
+                         "a.hit_id = hi.hit_id WHERE a.id = ?", (aid,)))
+        answers = {p: ({"gold_pos": 4, "gold_neg": 1}.get(roles[p], 2), "W" * 1900)
+                   for p in roles}
+        assert c.submit(aid, worker, answers) == "review"
+    rev = new_page(width=1100)
+    rev.goto(campaign["url"] + "/review?token=" + campaign["tokens"]["rev"])
+    rev.locator(f".review-entry[data-assignment='{aid}']").wait_for()
+    assert rev.evaluate("document.documentElement.scrollWidth") <= 1100
+    phone = new_page(width=390, height=844)
+    phone.goto(campaign["url"] + "/review?token=" + campaign["tokens"]["rev"])
+    phone.locator(f".review-entry[data-assignment='{aid}']").wait_for()
+    assert phone.evaluate("document.documentElement.scrollWidth") <= 390
 
 
 def test_no_hits_left_says_thank_you(campaign, new_page):

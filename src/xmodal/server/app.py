@@ -21,7 +21,7 @@ from xmodal.server.errors import install_error_handlers
 from xmodal.server.limits import ServerLimits
 from xmodal.server.reports import ReportStore
 from xmodal.server.routes import annotate, crowd, duplicates, judge, meta, reports, search
-from xmodal.server.security import AccessGuard
+from xmodal.server.security import AccessGuard, redact_access_log
 from xmodal.server.state import ServerState
 from xmodal.server.thumbnails import ThumbnailCache
 
@@ -104,6 +104,7 @@ def create_app(
                 log.info("xmodal: %s", await backends.run(backends.warm_up))
             except Exception as exc:  # noqa: BLE001 - the server still starts; routes say why
                 log.warning("xmodal: could not preload the models: %s", exc)
+        redact_access_log()  # again, after uvicorn configured its loggers
         yield
         backends.close()
 
@@ -126,6 +127,8 @@ def create_app(
     app.add_middleware(AccessGuard, allowed_hosts=allowed_hosts, token=access_token)
     for module in (search, annotate, meta, reports, judge, duplicates, crowd):
         app.include_router(module.router)
+    app.include_router(judge.pages)  # /judge and /review: a token link becomes a cookie
+    redact_access_log()
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _mount_swagger_ui(app)
 

@@ -6,15 +6,23 @@
   request must carry it: ``Authorization: Bearer TOKEN``, or the ``xmodal_token`` cookie that
   opening any page with ``?access_token=TOKEN`` once sets (HttpOnly, SameSite=Strict), so the
   web pages work unchanged. Comparisons are constant-time. (Judging pages' ``?token=`` is a
-  worker's own token, checked by the judging routes.)
+  worker's own token, exchanged for a session cookie by the judging routes.)
+- **Same origin for writes.** A POST, PUT, PATCH or DELETE whose ``Origin`` is another origin
+  (or ``null``), or that the browser marks ``Sec-Fetch-Site: cross-site`` / ``same-site``, gets
+  a JSON 403: a page elsewhere cannot make a visitor's browser write with its cookies.
+  Requests without these headers (scripts, curl) are not browser cross-site requests and pass.
 - **Headers** on every response: no MIME sniffing, no framing, no referrer.
+- **Access log** (:func:`redact_access_log`): uvicorn's access lines show paths without their
+  query strings, so no token reaches a log file.
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 from collections.abc import Iterable
+from urllib.parse import urlsplit
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse
@@ -30,6 +38,29 @@ SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"cross-origin-opener-policy", b"same-origin"),
 ]
+
+
+UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+class RedactQuery(logging.Filter):
+    """Drops the query string from uvicorn's access lines (``'%s - "%s %s HTTP/%s" %d'``, the
+    path is the third argument) and from any other record's string arguments that look like a
+    path with one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        args = record.args
+        if isinstance(args, tuple) and args:
+            record.args = tuple(a.split("?", 1)[0] if isinstance(a, str) and a.startswith("/")
+                                and "?" in a else a for a in args)
+        return True
+
+
+def redact_access_log(name: str = "uvicorn.access") -> None:
+    """Install :class:`RedactQuery` on the access logger (once)."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, RedactQuery) for f in logger.filters):
+        logger.addFilter(RedactQuery())
 
 
 def is_loopback(host: str) -> bool:
@@ -53,10 +84,12 @@ class AccessGuard:
     """ASGI middleware: Host check, optional token, security headers (HTTP only)."""
 
     def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] | None = None,
-                 token: str | None = None) -> None:
+                 token: str | None = None, allowed_origins: Iterable[str] = ()) -> None:
         self.app = app
         self.allowed = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
         self.token = token or None
+        # origins besides the request's own Host (a public URL in front of a proxy)
+        self.origins = {o.rstrip("/").lower() for o in allowed_origins}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -66,6 +99,10 @@ class AccessGuard:
         host = _host_name(request.headers.get("host", ""))
         if self.allowed is not None and "*" not in self.allowed and host not in self.allowed:
             await error_response(400, f"host {host!r} is not served here")(scope, receive, send)
+            return
+        refusal = self._cross_origin(request)
+        if refusal:
+            await error_response(403, refusal)(scope, receive, send)
             return
         if self.token is not None:
             given = request.query_params.get("access_token")
@@ -90,6 +127,25 @@ class AccessGuard:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+    def _cross_origin(self, request: Request) -> str | None:
+        """Why a state-changing request is refused as cross-origin, or None."""
+        if request.method not in UNSAFE_METHODS:
+            return None
+        site = request.headers.get("sec-fetch-site")
+        if site in ("cross-site", "same-site"):
+            return f"a {request.method} from another site is refused (Sec-Fetch-Site: {site})"
+        origin = request.headers.get("origin")
+        if origin is None:
+            return None
+        own = request.headers.get("host", "").strip().lower()
+        parts = urlsplit(origin.strip().lower())
+        if origin.strip().lower() == "null" or not parts.netloc:
+            return "a request with an opaque origin ('null') is refused"
+        if parts.netloc == own or origin.strip().rstrip("/").lower() in self.origins:
+            return None
+        return (f"a {request.method} from origin {origin!r} is refused: this server only "
+                f"takes writes from its own pages")
 
     def _authorized(self, request: Request) -> bool:
         auth = request.headers.get("authorization", "")

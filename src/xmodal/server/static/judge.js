@@ -9,39 +9,20 @@ class MitlError extends Error {
 }
 
 const mitl = {
-  page: "",   // "judge" or "review": each page remembers its own token
-  token: "",
-  memory: {}, // stands in for localStorage where the browser refuses it
+  page: "",   // "judge" or "review": each page has its own session cookie
 
-  key() { return "xmodal-mitl-token:" + this.page; },
-
-  remember(token) {
-    this.token = token || "";
-    try {
-      if (this.token) localStorage.setItem(this.key(), this.token);
-      else localStorage.removeItem(this.key());
-    } catch (e) { this.memory[this.key()] = this.token; }
-  },
-
-  // The token from ?token= (remembered, then removed from the address bar), else the stored one.
+  // A link /judge?token=… was exchanged by the server for an HttpOnly session cookie and a 303
+  // to the clean page; a refused token comes back as #unknown-token (removed here at once).
+  // The page never sees a token except one typed into the form, sent once in a POST body.
   takeToken(page) {
     this.page = page;
-    const params = new URLSearchParams(location.search);
-    const given = (params.get("token") || "").trim();
-    if (params.has("token")) {
-      params.delete("token");
-      const rest = params.toString();
-      history.replaceState(null, "", location.pathname + (rest ? "?" + rest : "") + location.hash);
-    }
-    if (given) this.remember(given);
-    else {
-      try { this.token = localStorage.getItem(this.key()) || ""; } catch (e) { this.token = this.memory[this.key()] || ""; }
-    }
-    return this.token;
+    const refused = location.hash === "#unknown-token";
+    if (location.hash) history.replaceState(null, "", location.pathname + location.search);
+    return refused;
   },
 
   headers(json) {
-    const h = { "X-Worker-Token": this.token };
+    const h = { "X-Mitl-Page": this.page };
     if (json) h["Content-Type"] = "application/json";
     return h;
   },
@@ -52,6 +33,7 @@ const mitl = {
       response = await fetch("/api/mitl" + path, {
         method: method,
         headers: this.headers(body !== undefined),
+        credentials: "same-origin",
         body: body === undefined ? undefined : JSON.stringify(body),
       });
     } catch (err) {
@@ -64,10 +46,6 @@ const mitl = {
       throw new MitlError(response.status, message);
     }
     return data;
-  },
-
-  imageUrl(pairId) {
-    return `/api/mitl/image/${encodeURIComponent(pairId)}?token=${encodeURIComponent(this.token)}`;
   },
 
   showMessage(text, kind) {
@@ -88,20 +66,28 @@ const mitl = {
     document.getElementById("change-token").hidden = !me;
   },
 
-  // The token form: shown with a message; submitting it remembers the token and calls onToken.
+  // The token form: shown with a message; the token goes once, in a POST body, for a cookie.
   setupTokenForm(onToken) {
     const form = document.getElementById("token-form");
     const input = document.getElementById("token-input");
-    form.addEventListener("submit", (event) => {
+    form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const token = input.value.trim();
       if (!token) return;
       input.value = "";
+      try {
+        await this.call("POST", "/session", { token: token, page: this.page });
+      } catch (err) {
+        this.askToken(`${err.message} — enter your token.`);
+        return;
+      }
       form.hidden = true;
-      this.remember(token);
       onToken();
     });
-    document.getElementById("change-token").addEventListener("click", () => this.askToken(""));
+    document.getElementById("change-token").addEventListener("click", async () => {
+      try { await this.call("DELETE", "/session"); } catch (e) { /* the form still shows */ }
+      this.askToken("");
+    });
   },
 
   askToken(message, hide) {
@@ -117,13 +103,18 @@ const mitl = {
 // ----- the judging page ------------------------------------------------------------------------
 const judge = {
   assignment: null,
-  hit: null,
-  items: [],
+  number: 0,     // this HIT's place among the worker's own HITs
+  of: 0,         // number + HITs left for this worker
+  left: 0,
+  items: [],     // {id (opaque, per assignment), text, image}: the same fields for every item
   labels: {},    // answer number -> the paper's wording
-  answers: {},   // pair id (string) -> {answer: 1-4, reason: "..."}
+  answers: {},   // item id -> {answer: 1-4, reason: "..."}
   position: 0,   // 0..items.length-1 a pair, items.length the summary
+  version: 0,    // the draft version this page last saved or loaded (409: another tab saved)
+  limits: { reason_chars: 2000, draft_bytes: 65536 },
   view: "none",  // "pair", "summary", "outcome", "done" or "none"
   busy: false,
+  conflict: false,
 };
 const save = { timer: null, dirty: false, inflight: null };
 const VIEWS = ["judge", "outcome", "done", "loading"];
@@ -139,22 +130,27 @@ function show(view) {
   $("loading").hidden = view !== "loading";
 }
 
-function entryOf(item) { return judge.answers[String(item.pair_id)] || {}; }
+function entryOf(item) { return judge.answers[item.id] || {}; }
 function answeredCount() { return judge.items.filter((it) => entryOf(it).answer).length; }
 function labelOf(n) { return `${n} · ${judge.labels[n] || judge.labels[String(n)] || ""}`; }
+function reasonLimit() { return judge.limits.reason_chars || 2000; }
+function tooLong() {
+  return judge.items.map((it, i) => [i, (entryOf(it).reason || "").trim().length])
+    .filter(([, n]) => n > reasonLimit());
+}
 
-// Keep only what belongs to this HIT: answers 1-4 and reasons, keyed by pair id.
+// Keep only what belongs to this HIT: answers 1-4 and reasons, keyed by item id.
 function cleanAnswers(raw) {
   const out = {};
   if (!raw || typeof raw !== "object") return out;
   for (const item of judge.items) {
-    const value = raw[String(item.pair_id)];
+    const value = raw[item.id];
     if (!value || typeof value !== "object") continue;
     const entry = {};
     const answer = Number(value.answer);
     if ([1, 2, 3, 4].includes(answer)) entry.answer = answer;
     if (typeof value.reason === "string" && value.reason) entry.reason = value.reason;
-    if (Object.keys(entry).length) out[String(item.pair_id)] = entry;
+    if (Object.keys(entry).length) out[item.id] = entry;
   }
   return out;
 }
@@ -163,48 +159,62 @@ function handleError(err, context) {
   if (err.status === 401) {
     show("none");
     judge.assignment = null;
-    mitl.remember("");
     mitl.askToken(`${err.message} — enter your worker token.`, VIEWS);
     return;
   }
   mitl.showMessage((context ? context + ": " : "") + err.message);
 }
 
-async function start() {
+async function start(refused) {
   mitl.clearMessage();
-  if (!mitl.token) {
-    mitl.askToken("A worker token is needed to judge: open the link you were given, or enter the token below.", VIEWS);
-    return;
-  }
   show("loading");
   try {
     mitl.showWho(await mitl.call("GET", "/me"));
     await loadNext();
   } catch (err) {
     show("none");
+    if (err.status === 401) {
+      judge.assignment = null;
+      mitl.askToken(refused
+        ? "unknown worker token — check the link you were given, or enter the token below."
+        : "A worker token is needed to judge: open the link you were given, or enter the token below.", VIEWS);
+      return;
+    }
     handleError(err, "Could not start");
   }
+}
+
+function setNumbers(data) {
+  judge.number = data.number || 0;
+  judge.of = data.of || 0;
+  judge.left = data.left || 0;
 }
 
 async function loadNext() {
   show("loading");
   const data = await mitl.call("POST", "/next");
   judge.labels = data.answers || {};
+  if (data.limits) judge.limits = data.limits;
+  setNumbers(data);
   if (data.assignment === null || data.assignment === undefined) {
     judge.assignment = null;
     show("done");
     return;
   }
+  adopt(data);
+  setSaveStatus("", "");
+  buildAnswerButtons();
+  render();
+}
+
+function adopt(data) {
   judge.assignment = data.assignment;
-  judge.hit = data.hit;
   judge.items = data.items || [];
+  judge.version = data.version || 0;
   const draft = data.draft || {};
   judge.answers = cleanAnswers(draft.answers);
   const pos = Number.parseInt(draft.position, 10);
   judge.position = Number.isFinite(pos) ? Math.min(Math.max(pos, 0), judge.items.length) : 0;
-  setSaveStatus("", "");
-  buildAnswerButtons();
-  render();
 }
 
 function buildAnswerButtons() {
@@ -213,9 +223,13 @@ function buildAnswerButtons() {
   for (const n of [1, 2, 3, 4]) {
     group.append(el("button", {
       type: "button", class: "answer", "data-answer": n, "aria-pressed": "false",
-      "aria-keyshortcuts": String(n), onclick: () => choose(n, false),
+      "aria-keyshortcuts": String(n), onclick: () => choose(n, true),  // one tap: answer, go on
     }, el("kbd", {}, n), " ", judge.labels[n] || judge.labels[String(n)] || ""));
   }
+}
+
+function hitText() {
+  return judge.of ? `HIT ${judge.number} of ${judge.of}` : `HIT ${judge.number}`;
 }
 
 function render() {
@@ -223,50 +237,67 @@ function render() {
   const answered = answeredCount();
   $("progress-bar").max = Math.max(n, 1);
   $("progress-bar").value = answered;
+  $("hits-left").textContent = `${judge.left} more HIT${judge.left === 1 ? "" : "s"} after this one`;
   if (judge.position >= n) return renderSummary();
   const item = judge.items[judge.position];
   const entry = entryOf(item);
-  $("progress-text").textContent = `HIT ${judge.hit} · pair ${judge.position + 1} of ${n} · ${answered} answered`;
+  $("progress-text").textContent = `${hitText()} · pair ${judge.position + 1} of ${n} · ${answered} answered`;
   const image = $("pair-image");
-  const src = mitl.imageUrl(item.pair_id);
-  if (image.getAttribute("src") !== src) {
+  if (image.getAttribute("src") !== item.image) {
     $("image-error").hidden = true;
-    image.src = src;
+    image.src = item.image;
   }
-  image.alt = `image ${item.image_id}`;
+  image.alt = `the photo of pair ${judge.position + 1}`;
   $("caption").textContent = item.text;
   for (const button of $("answer-buttons").querySelectorAll("button")) {
     button.setAttribute("aria-pressed", String(Number(button.dataset.answer) === entry.answer));
   }
   const reason = $("reason");
-  if (document.activeElement !== reason || reason.dataset.pair !== String(item.pair_id)) {
+  if (document.activeElement !== reason || reason.dataset.item !== item.id) {
     reason.value = entry.reason || "";
   }
-  reason.dataset.pair = String(item.pair_id);
+  reason.dataset.item = item.id;
+  showReasonCount();
   $("prev").disabled = judge.position === 0;
   $("next").textContent = judge.position === n - 1 ? "Summary →" : "Next →";
   show("pair");
   const following = judge.items[judge.position + 1];
-  if (following) new Image().src = mitl.imageUrl(following.pair_id);  // preload
+  if (following) new Image().src = following.image;  // preload (by cookie, no token)
+}
+
+// The reason field counts its characters; beyond the limit it says so and nothing is cut.
+function showReasonCount() {
+  const length = $("reason").value.trim().length;
+  const limit = reasonLimit();
+  const count = $("reason-count");
+  count.textContent = `${length.toLocaleString("en")} / ${limit.toLocaleString("en")}`;
+  const over = length > limit;
+  count.classList.toggle("error", over);
+  $("reason").setAttribute("aria-invalid", String(over));
+  $("reason-error").hidden = !over;
+  if (over) $("reason-error").textContent = `Too long: at most ${limit.toLocaleString("en")} characters, this reason has ${length.toLocaleString("en")}. Shorten it; it is not saved until then.`;
 }
 
 function renderSummary() {
   const n = judge.items.length;
   const answered = answeredCount();
-  $("progress-text").textContent = `HIT ${judge.hit} · summary · ${answered} of ${n} answered`;
+  $("progress-text").textContent = `${hitText()} · summary · ${answered} of ${n} answered`;
   const list = $("summary-list");
   list.replaceChildren();
+  const long = new Set(tooLong().map(([i]) => i));
   judge.items.forEach((item, i) => {
     const entry = entryOf(item);
-    list.append(el("li", { class: entry.answer ? "" : "error" },
+    list.append(el("li", { class: entry.answer && !long.has(i) ? "" : "error" },
       el("button", { type: "button", class: "linkbutton", onclick: () => goTo(i) }, `pair ${i + 1}`), ": ",
       entry.answer ? labelOf(entry.answer) : "not answered yet",
-      entry.reason ? el("span", { class: "muted" }, ` — ${entry.reason}`) : null));
+      long.has(i) ? ` — the reason is longer than ${reasonLimit().toLocaleString("en")} characters` : null,
+      entry.reason && !long.has(i) ? el("span", { class: "muted" }, ` — ${entry.reason}`) : null));
   });
-  const complete = answered === n;
+  const complete = answered === n && !long.size;
   $("summary-text").textContent = complete
     ? `All ${n} pairs are answered. Submit the HIT, or go back to change an answer.`
-    : `${n - answered} of ${n} pairs still need an answer before the HIT can be submitted.`;
+    : answered < n ? `${n - answered} of ${n} pairs still need an answer before the HIT can be submitted.`
+      : `A reason is too long (at most ${reasonLimit().toLocaleString("en")} characters): shorten it before submitting.`;
   $("submit").hidden = !complete;
   show("summary");
 }
@@ -277,12 +308,12 @@ function setSaveStatus(state, text) {
   status.textContent = text;
 }
 
-function draftBody() { return { answers: judge.answers, position: judge.position }; }
+function draftBody() { return { answers: judge.answers, position: judge.position, version: judge.version }; }
 
 // Every change saves the draft: at once for answers and moves, a moment later while typing.
 // One PUT at a time; the latest state always goes last.
 function scheduleSave(delay) {
-  if (judge.assignment === null) return;
+  if (judge.assignment === null || judge.conflict) return;
   save.dirty = true;
   setSaveStatus("unsaved", "Not saved yet");
   clearTimeout(save.timer);
@@ -292,16 +323,23 @@ function scheduleSave(delay) {
 async function flushSave() {
   clearTimeout(save.timer);
   save.timer = null;
-  if (save.inflight || !save.dirty || judge.assignment === null) return;
+  if (save.inflight || !save.dirty || judge.assignment === null || judge.conflict) return;
+  if (tooLong().length) {
+    setSaveStatus("error", `Not saved: a reason is longer than ${reasonLimit().toLocaleString("en")} characters`);
+    return;
+  }
   save.dirty = false;
   const assignment = judge.assignment;
   setSaveStatus("saving", "Saving…");
   save.inflight = mitl.call("PUT", `/assignments/${assignment}/draft`, draftBody())
-    .then(() => null, (err) => err);
+    .then((data) => { if (assignment === judge.assignment) judge.version = data.version; return null; }, (err) => err);
   const err = await save.inflight;
   save.inflight = null;
   if (assignment !== judge.assignment) return;  // submitted or replaced meanwhile
-  if (err) {
+  if (err && err.status === 409 && /another tab/.test(err.message)) {
+    setSaveStatus("error", "Not saved: changed in another tab");
+    await showConflict(err.message);
+  } else if (err) {
     setSaveStatus("error", "Not saved");
     handleError(err, "Your answers could not be saved");
   } else if (save.dirty) {
@@ -311,9 +349,55 @@ async function flushSave() {
   }
 }
 
+// Another tab saved this HIT since this page loaded it: show the pairs whose answers differ and
+// let the worker keep this tab's or take the other's, per pair, or reload everything.
+async function showConflict(message) {
+  let theirs;
+  try {
+    theirs = await mitl.call("GET", `/assignments/${judge.assignment}`);
+  } catch (err) { handleError(err, "The other tab's answers cannot be loaded"); return; }
+  const other = cleanAnswers((theirs.draft || {}).answers);
+  const differ = judge.items.map((item, i) => [item, i]).filter(([item]) =>
+    JSON.stringify(judge.answers[item.id] || {}) !== JSON.stringify(other[item.id] || {}));
+  judge.version = theirs.version || 0;
+  if (!differ.length) { scheduleSave(0); return; }
+  judge.conflict = true;
+  const merged = Object.assign({}, judge.answers);
+  const chosen = new Set();
+  const describe = (e) => (e && e.answer ? labelOf(e.answer) : "no answer") + (e && e.reason ? ` — “${e.reason}”` : "");
+  const finish = () => {
+    judge.answers = merged;
+    judge.conflict = false;
+    $("conflict").hidden = true;
+    mitl.clearMessage();
+    render();
+    scheduleSave(0);
+  };
+  const rows = differ.map(([item, i]) => {
+    const row = el("li", { "data-item": item.id });
+    const pick = (take) => {
+      if (take) { if (other[item.id]) merged[item.id] = other[item.id]; else delete merged[item.id]; }
+      chosen.add(item.id);
+      row.classList.add("resolved");
+      for (const b of row.querySelectorAll("button")) b.disabled = true;
+      if (chosen.size === differ.length) finish();
+    };
+    row.append(el("strong", {}, `Pair ${i + 1}: `), "this tab: ", describe(judge.answers[item.id]),
+      " · other tab: ", describe(other[item.id]), " ",
+      el("button", { type: "button", class: "secondary keep-mine", onclick: () => pick(false) }, "Keep this tab's"), " ",
+      el("button", { type: "button", class: "secondary take-theirs", onclick: () => pick(true) }, "Take the other tab's"));
+    return row;
+  });
+  $("conflict-list").replaceChildren(...rows);
+  $("conflict-reload").onclick = () => { adopt(theirs); judge.conflict = false; $("conflict").hidden = true; mitl.clearMessage(); render(); setSaveStatus("saved", "Reloaded"); };
+  $("conflict-mine").onclick = () => { for (const [item] of differ) chosen.add(item.id); finish(); };
+  $("conflict").hidden = false;
+  mitl.showMessage("Your answers were changed in another tab or window. Choose per pair which answer to keep, or reload.", "info");
+}
+
 function choose(answer, advance) {
-  if (judge.view !== "pair") return;
-  const key = String(judge.items[judge.position].pair_id);
+  if (judge.view !== "pair" || judge.conflict) return;
+  const key = judge.items[judge.position].id;
   judge.answers[key] = Object.assign({}, judge.answers[key], { answer: answer });
   if (advance) judge.position += 1;
   render();
@@ -321,6 +405,7 @@ function choose(answer, advance) {
 }
 
 function goTo(position) {
+  if (judge.conflict) return;
   const target = Math.min(Math.max(position, 0), judge.items.length);
   if (target === judge.position && judge.view === "pair") return;
   judge.position = target;
@@ -330,19 +415,20 @@ function goTo(position) {
 
 function onReasonInput() {
   if (judge.view !== "pair") return;
-  const key = String(judge.items[judge.position].pair_id);
+  const key = judge.items[judge.position].id;
   const entry = Object.assign({}, judge.answers[key]);
   const text = $("reason").value;
   if (text.trim()) entry.reason = text;
   else delete entry.reason;
   if (Object.keys(entry).length) judge.answers[key] = entry;
   else delete judge.answers[key];
+  showReasonCount();
   scheduleSave(500);
 }
 
 async function submitHit() {
   const n = judge.items.length;
-  if (judge.busy || judge.assignment === null || answeredCount() < n) return;
+  if (judge.busy || judge.conflict || judge.assignment === null || answeredCount() < n || tooLong().length) return;
   judge.busy = true;
   $("submit").disabled = true;
   const assignment = judge.assignment;
@@ -353,17 +439,18 @@ async function submitHit() {
   const body = { answers: {} };
   for (const item of judge.items) {
     const entry = entryOf(item);
-    body.answers[String(item.pair_id)] = entry.reason
+    body.answers[item.id] = entry.reason
       ? { answer: entry.answer, reason: entry.reason.trim() } : { answer: entry.answer };
   }
   try {
-    const result = await mitl.call("POST", `/assignments/${assignment}/submit`, body);
+    await mitl.call("POST", `/assignments/${assignment}/submit`, body);
     judge.assignment = null;
     mitl.clearMessage();
-    $("outcome-text").textContent = result.status === "review"
-      ? "Submitted — sent to review because a check pair was answered wrongly."
+    // the same words whatever the check pairs got: no verdict before review
+    $("outcome-text").textContent = judge.left
+      ? `Submitted — thank you! ${judge.left} more HIT${judge.left === 1 ? "" : "s"} for you.`
       : "Submitted — thank you!";
-    $("outcome").dataset.status = result.status;
+    $("outcome").dataset.status = "submitted";
     show("outcome");
     $("next-hit").focus();
   } catch (err) {
@@ -410,17 +497,17 @@ function onKey(event) {
 
 // A draft change still waiting when the page goes away is sent anyway.
 function onPageHide() {
-  if (judge.assignment === null || !(save.dirty || save.timer)) return;
+  if (judge.assignment === null || judge.conflict || tooLong().length || !(save.dirty || save.timer)) return;
   try {
     fetch(`/api/mitl/assignments/${judge.assignment}/draft`, {
-      method: "PUT", keepalive: true, headers: mitl.headers(true), body: JSON.stringify(draftBody()),
+      method: "PUT", keepalive: true, credentials: "same-origin", headers: mitl.headers(true), body: JSON.stringify(draftBody()),
     });
   } catch (e) { /* nothing more to do while the page unloads */ }
 }
 
 function setupJudge() {
-  mitl.takeToken("judge");
-  mitl.setupTokenForm(start);
+  const refused = mitl.takeToken("judge");
+  mitl.setupTokenForm(() => start(false));
   $("prev").addEventListener("click", () => goTo(judge.position - 1));
   $("next").addEventListener("click", () => goTo(judge.position + 1));
   $("summary-back").addEventListener("click", () => goTo(judge.items.length - 1));
@@ -432,7 +519,7 @@ function setupJudge() {
   $("pair-image").addEventListener("load", () => { $("image-error").hidden = true; });
   document.addEventListener("keydown", onKey);
   window.addEventListener("pagehide", onPageHide);
-  start();
+  start(refused);
 }
 
 document.addEventListener("DOMContentLoaded", () => { if (document.getElementById("judge")) setupJudge(); });

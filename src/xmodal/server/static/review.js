@@ -1,6 +1,7 @@
 // Reviewing a machine-in-the-loop campaign (/review): the HITs whose check pairs were answered
 // wrongly, each pair with the worker's answer and reason; accept or reject each HIT.
-// Uses the token and API helpers of judge.js (loaded first).
+// Uses the session and API helpers of judge.js (loaded first). Reject asks for confirmation; every
+// decision can be undone from the notice that replaces the HIT. A reviewer's own HITs are not here.
 "use strict";
 
 const review = { labels: {}, left: 0 };
@@ -22,7 +23,7 @@ function reviewItem(item) {
   const classes = ["review-item"];
   if (gold) classes.push("gold", wrong ? "wrong" : "right");
   return el("li", { class: classes.join(" "), "data-pair": item.pair_id, "data-kind": item.kind },
-    el("img", { src: mitl.imageUrl(item.pair_id), alt: `image ${item.image_id}`, loading: "lazy" }),
+    el("img", { src: item.image, alt: `image ${item.image_id}`, loading: "lazy" }),
     el("div", {},
       el("p", { class: "caption-text" }, item.text),
       el("p", {}, "Answer: ", el("strong", { class: "answer" }, answerText(item.answer))),
@@ -43,15 +44,31 @@ function reviewEntry(entry) {
   const note = el("input", { id: noteId, class: "note", type: "text", maxlength: "2000", autocomplete: "off" });
   const accept = el("button", { type: "button", class: "accept" }, "Accept");
   const reject = el("button", { type: "button", class: "reject danger" }, "Reject");
+  const cancel = el("button", { type: "button", class: "cancel secondary", hidden: "" }, "Cancel");
   accept.addEventListener("click", () => decide(article, entry, "accept", note, [accept, reject]));
-  reject.addEventListener("click", () => decide(article, entry, "reject", note, [accept, reject]));
+  // Reject drops the worker's answers: the first click asks, the second confirms
+  reject.addEventListener("click", () => {
+    if (reject.dataset.confirm !== "yes") {
+      reject.dataset.confirm = "yes";
+      reject.textContent = "Confirm reject";
+      cancel.hidden = false;
+      reject.focus();
+      return;
+    }
+    decide(article, entry, "reject", note, [accept, reject, cancel]);
+  });
+  cancel.addEventListener("click", () => {
+    delete reject.dataset.confirm;
+    reject.textContent = "Reject";
+    cancel.hidden = true;
+  });
   article.append(
     el("h2", { id: titleId }, `HIT ${entry.hit} · ${entry.worker}`),
     el("p", { class: "muted small" }, `Assignment ${entry.assignment}, submitted ${when}; `,
       `${wrong} of ${checks} check pair${checks === 1 ? "" : "s"} answered wrongly; ${entry.items.length} pairs.`),
     el("ol", { class: "review-items" }, ...entry.items.map(reviewItem)),
     el("div", { class: "decision" },
-      el("label", { for: noteId }, "Note (optional)"), note, accept, reject));
+      el("label", { for: noteId }, "Note (optional)"), note, accept, reject, cancel));
   return article;
 }
 
@@ -63,9 +80,10 @@ function setCount() {
 
 async function decide(article, entry, decision, note, buttons) {
   for (const b of buttons) b.disabled = true;
+  const done = decision === "accept" ? "accepted" : "rejected";
   try {
     await mitl.call("POST", `/review/${entry.assignment}`, { decision: decision, note: note.value.trim() });
-    mitl.showMessage(`HIT ${entry.hit} by ${entry.worker} ${decision === "accept" ? "accepted" : "rejected"}.`, "info");
+    mitl.showMessage(`HIT ${entry.hit} by ${entry.worker} ${done}.`, "info");
   } catch (err) {
     if (err.status !== 409) {
       for (const b of buttons) b.disabled = false;
@@ -73,15 +91,36 @@ async function decide(article, entry, decision, note, buttons) {
       return;
     }
     mitl.showMessage(`HIT ${entry.hit} by ${entry.worker} was already decided: ${err.message}`, "info");
+    article.remove();
+    review.left -= 1;
+    setCount();
+    return;
   }
-  article.remove();
+  // the HIT folds into a notice with Undo, which puts it back into the queue
+  const undo = el("button", { type: "button", class: "undo secondary" }, "Undo");
+  const notice = el("div", { class: "review-entry decided", "data-assignment": entry.assignment, role: "status" },
+    `HIT ${entry.hit} by ${entry.worker} ${done}. `, undo);
+  undo.addEventListener("click", async () => {
+    undo.disabled = true;
+    try {
+      await mitl.call("POST", `/review/${entry.assignment}/undo`);
+    } catch (err) {
+      reviewError(err, "The decision cannot be undone");
+      return;
+    }
+    const fresh = reviewEntry(entry);
+    notice.replaceWith(fresh);
+    review.left += 1;
+    setCount();
+    mitl.showMessage(`The decision on HIT ${entry.hit} by ${entry.worker} was undone; it waits for review again.`, "info");
+  });
+  article.replaceWith(notice);
   review.left -= 1;
   setCount();
 }
 
 function reviewError(err, context) {
   if (err.status === 401 || err.status === 403) {
-    mitl.remember("");
     const what = err.status === 403 ? "enter a reviewer token." : "enter your reviewer token.";
     mitl.askToken(`${err.message} — ${what}`, ["review"]);
     return;
@@ -89,16 +128,12 @@ function reviewError(err, context) {
   mitl.showMessage((context ? context + ": " : "") + err.message);
 }
 
-async function loadQueue() {
+async function loadQueue(refused) {
   mitl.clearMessage();
-  if (!mitl.token) {
-    mitl.askToken("A reviewer token is needed: open the link you were given, or enter the token below.", ["review"]);
-    return;
-  }
   $("review-status").textContent = "Loading…";
   try {
-    mitl.showWho(await mitl.call("GET", "/me"));
     const data = await mitl.call("GET", "/review");
+    mitl.showWho(data.me);
     review.labels = data.answers || {};
     review.left = data.queue.length;
     $("queue").replaceChildren(...data.queue.map(reviewEntry));
@@ -106,15 +141,21 @@ async function loadQueue() {
     setCount();
   } catch (err) {
     $("review").hidden = true;
+    if (err.status === 401) {
+      mitl.askToken(refused === true
+        ? "unknown worker token — check the link you were given, or enter the token below."
+        : "A reviewer token is needed: open the link you were given, or enter the token below.", ["review"]);
+      return;
+    }
     reviewError(err, "The review queue cannot be loaded");
   }
 }
 
 function setupReview() {
-  mitl.takeToken("review");
-  mitl.setupTokenForm(loadQueue);
-  $("refresh").addEventListener("click", loadQueue);
-  loadQueue();
+  const refused = mitl.takeToken("review");
+  mitl.setupTokenForm(() => loadQueue(false));
+  $("refresh").addEventListener("click", () => loadQueue(false));
+  loadQueue(refused);
 }
 
 document.addEventListener("DOMContentLoaded", () => { if (document.getElementById("review")) setupReview(); });

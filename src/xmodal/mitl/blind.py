@@ -1,0 +1,156 @@
+"""What a worker may see of a HIT: opaque item ids, a per-assignment order, per-worker numbers,
+and sessions that stand for a worker token.
+
+Item ids are an HMAC of (assignment, pair) under the campaign's own secret (``meta`` key
+``server_secret``, made on first use), so the same pair has another id in every assignment and
+neither ids nor order say which pair is a known positive or negative; dataset ids never leave
+the server. The order within a HIT is the order of those ids: deterministic for one assignment
+(a reload shows the same order), different between workers.
+
+A session cookie is ``WORKER_ID.MAC`` where MAC is an HMAC of the worker id, the page and the
+hash of the worker's current token: it carries no token, and a revoked or reissued token ends
+every session made from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from typing import Any
+
+from xmodal.errors import XmodalError
+from xmodal.mitl.store import LIVE, Campaign, CampaignConflict, Worker
+
+SECRET_KEY = "server_secret"
+ID_CHARS = 16
+
+
+def secret(campaign: Campaign) -> bytes:
+    """The campaign's HMAC key, created on first use (kept in ``meta``)."""
+    cached = getattr(campaign, "_blind_secret", None)
+    if cached is not None:
+        return cached
+    value = campaign.meta(SECRET_KEY)
+    if value is None:
+        try:
+            with campaign.write() as c:
+                c.execute("INSERT OR IGNORE INTO meta VALUES(?, json(?))",
+                          (SECRET_KEY, f'"{secrets.token_hex(32)}"'))
+            value = campaign.meta(SECRET_KEY)
+        except Exception:  # noqa: BLE001 - a read-only campaign: ids last as long as the process
+            value = secrets.token_hex(32)
+    campaign._blind_secret = key = bytes.fromhex(value)  # type: ignore[attr-defined]
+    return key
+
+
+def item_id(campaign: Campaign, assignment: int, pair: int) -> str:
+    mac = hmac.new(secret(campaign), f"item:{assignment}:{pair}".encode(), hashlib.sha256)
+    return mac.hexdigest()[:ID_CHARS]
+
+
+def hit_pairs(campaign: Campaign, assignment: int) -> list[int]:
+    return [p for (p,) in campaign.q(
+        "SELECT hi.pair_id FROM hit_items hi JOIN assignments a ON a.hit_id = hi.hit_id "
+        "WHERE a.id = ?", (assignment,))]
+
+
+def id_map(campaign: Campaign, assignment: int) -> dict[str, int]:
+    """Opaque item id -> pair id for one assignment, in the order the worker sees."""
+    ids = {item_id(campaign, assignment, p): p for p in hit_pairs(campaign, assignment)}
+    return dict(sorted(ids.items()))
+
+
+def pair_of(campaign: Campaign, assignment: int, item: str) -> int | None:
+    return id_map(campaign, assignment).get(item)
+
+
+def hit_number(campaign: Campaign, worker: Worker, assignment: int) -> dict[str, int]:
+    """``number``: this HIT's place among the worker's own HITs (1 for a newcomer's first),
+    ``left``: HITs the worker could still take after it, ``of``: number + left."""
+    number = campaign.q(
+        "SELECT COUNT(*) FROM assignments WHERE worker_id = ? AND id <= ? AND "
+        "(status != 'expired' OR submitted_at IS NOT NULL)", (worker.id, assignment))[0][0]
+    live = ",".join(f"'{s}'" for s in LIVE)
+    left = campaign.q(
+        f"SELECT COUNT(*) FROM (SELECT h.id FROM hits h LEFT JOIN assignments a ON "
+        f"a.hit_id = h.id AND a.status IN ({live}) WHERE h.id NOT IN (SELECT hit_id FROM "
+        f"assignments WHERE worker_id = ?) GROUP BY h.id HAVING COUNT(a.id) < h.replication)",
+        (worker.id,))[0][0]
+    number = max(number, 1)
+    return {"number": number, "of": number + left, "left": left}
+
+
+# ----- sessions ----------------------------------------------------------------------------
+def _session_mac(campaign: Campaign, worker_id: int, token_sha256: str, page: str) -> str:
+    msg = f"session:{page}:{worker_id}:{token_sha256}".encode()
+    return hmac.new(secret(campaign), msg, hashlib.sha256).hexdigest()
+
+
+def make_session(campaign: Campaign, worker: Worker, page: str) -> str:
+    (sha,), = campaign.q("SELECT token_sha256 FROM workers WHERE id = ?", (worker.id,))
+    return f"{worker.id}.{_session_mac(campaign, worker.id, sha, page)}"
+
+
+def session_worker(campaign: Campaign, value: str | None, page: str) -> Worker | None:
+    if not value or "." not in value:
+        return None
+    wid, _, mac = value.partition(".")
+    if not wid.isdigit():
+        return None
+    row = campaign.q("SELECT id, name, role, token_sha256 FROM workers WHERE id = ?", (int(wid),))
+    if not row:
+        return None
+    expected = _session_mac(campaign, row[0][0], row[0][3], page)
+    return Worker(*row[0][:3]) if hmac.compare_digest(mac, expected) else None
+
+
+# ----- review ------------------------------------------------------------------------------
+def undo_decision(campaign: Campaign, assignment: int, reviewer: Worker) -> str:
+    """Put a HIT this reviewer accepted or rejected back into the review queue. A rejected HIT
+    whose freed slot was meanwhile given to another worker cannot come back."""
+    with campaign.write() as c:
+        row = c.execute("SELECT r.reviewer_id, a.status, a.hit_id FROM reviews r JOIN "
+                        "assignments a ON a.id = r.assignment_id WHERE r.assignment_id = ?",
+                        (assignment,)).fetchone()
+        if row is None or row[1] not in ("accepted", "rejected"):
+            raise CampaignConflict(f"assignment {assignment} has no decision to undo")
+        if row[0] != reviewer.id:
+            raise XmodalError("only the reviewer who decided may undo the decision")
+        if row[1] == "rejected":
+            live = ",".join(f"'{s}'" for s in LIVE)
+            taken, replication = c.execute(
+                f"SELECT (SELECT COUNT(*) FROM assignments WHERE hit_id = ? AND status IN "
+                f"({live})), replication FROM hits WHERE id = ?", (row[2], row[2])).fetchone()
+            if taken >= replication:
+                raise CampaignConflict("the rejected HIT's slot was given to another worker "
+                                       "meanwhile; the rejection stays")
+        c.execute("UPDATE assignments SET status = 'review' WHERE id = ?", (assignment,))
+        c.execute("DELETE FROM reviews WHERE assignment_id = ?", (assignment,))
+        return "review"
+
+
+def public_view(campaign: Campaign, worker: Worker, raw: dict[str, Any],
+                image_url: str) -> dict[str, Any]:
+    """A store assignment payload as the worker sees it: opaque ids in per-assignment order,
+    the same fields for every item, no pair / dataset ids, no HIT id, the draft re-keyed."""
+    aid = raw["assignment"]
+    ids = id_map(campaign, aid)
+    back = {p: i for i, p in ids.items()}
+    texts = {it["pair_id"]: it["text"] for it in raw["items"]}
+    draft = raw.get("draft") or {}
+    answers = {}
+    for key, value in (draft.get("answers") or {}).items():
+        try:
+            pid = int(key)
+        except (TypeError, ValueError):
+            continue
+        if pid in back:
+            answers[back[pid]] = value
+    out = {"assignment": aid, "status": raw["status"],
+           "items": [{"id": i, "text": texts[p], "image": image_url.format(aid=aid, item=i)}
+                     for i, p in ids.items()],
+           "draft": {"answers": answers, "position": draft.get("position", 0)},
+           "version": raw.get("version", 0)}
+    out.update(hit_number(campaign, worker, aid))
+    return out
