@@ -326,3 +326,32 @@ def test_hits_after_everything_is_bundled_says_what_to_do(tmp_path):
     assert isinstance(r.exception, XmodalError)
     msg = str(r.exception)
     assert "already in one of the" in msg and "next-round" in msg and "propose first" not in msg
+
+
+def test_an_entry_test_comes_before_real_hits_and_keeps_out_who_fails_it(tmp_path):
+    from mitl_fixtures import gold_answers as right_answers
+
+    c, _ = build_campaign(tmp_path)
+    n_hits = c.q("SELECT COUNT(*) FROM hits")[0][0]
+    c.close()
+    r = _cli("mitl", "hits", c.path, "--qualify", "6", "--min-accuracy", "0.8")
+    assert r.exit_code == 0, r.output
+    c = Campaign(c.path)
+    q = c.meta("qualify")
+    assert q["n"] >= 4 and c.q("SELECT COUNT(*) FROM hits")[0][0] == n_hits + 1
+    slots = c.progress()["slots"]
+    good, bad = _worker(c, "good"), _worker(c, "bad")
+    for w, wrong in ((good, False), (bad, True)):
+        aid = c.next_assignment(w)
+        payload = c.assignment(aid, w)
+        assert payload["hit"] == q["hit"]  # the entry test first
+        c.submit(aid, w, right_answers(c, payload, wrong))
+    assert c.next_assignment(bad) is None  # failed: no real HIT
+    aid = c.next_assignment(good)
+    assert aid is not None and c.assignment(aid, good)["hit"] != q["hit"]
+    assert c.progress()["slots"] == slots  # the entry test holds no judgment slots
+    from xmodal.mitl.crowd import hit_table
+
+    assert q["hit"] not in {h["hit"] for h in hit_table(c)}  # never exported to platforms
+    r = _cli("mitl", "hits", c.path, "--qualify", "4")
+    assert isinstance(r.exception, XmodalError) and "already" in str(r.exception)

@@ -160,15 +160,28 @@ def hits_command(
     size: int = typer.Option(16, "--size", help="pairs to judge per HIT (plus 2 golden pairs)"),
     judgments: int = typer.Option(3, "--judgments", help="different workers per pair"),
     seed: int = typer.Option(0, "--seed", help="seed of the shuffle and the golden pairs"),
+    qualify: int = typer.Option(0, "--qualify", help="an entry test of N check pairs that "
+                                "every worker on this server takes before any real HIT"),
+    min_accuracy: float = typer.Option(0.8, "--min-accuracy", help="with --qualify: the share "
+                                       "of the entry test a worker must answer right"),
 ) -> None:
     """Bundle the waiting candidates into HITs (N pairs + 1 known positive + 1 known negative).
 
-    Example: xmodal mitl hits flickr.db --size 16 --judgments 3
+    Examples:
+
+      xmodal mitl hits flickr.db --size 16 --judgments 3
+
+      xmodal mitl hits flickr.db --qualify 10 --min-accuracy 0.8
     """
-    from xmodal.mitl.hits import make_hits
+    from xmodal.mitl.hits import make_hits, make_qualification
     from xmodal.mitl.store import Campaign
 
     with Campaign(campaign) as c:
+        if qualify:
+            make_qualification(c, _campaign_protocol(c), qualify, min_accuracy, seed)
+            console.print(f"entry test: {qualify} check pairs, {min_accuracy:.0%} right to go on")
+            if not c.unassigned_pairs():
+                return
         hits = make_hits(c, _campaign_protocol(c), size, judgments, seed)
         gold = 0 if (c.meta("gold") or {}).get("mode") == "none" else 2
         console.print(f"{len(hits)} HITs of about {size} + {gold} pairs, {judgments} workers "

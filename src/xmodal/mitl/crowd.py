@@ -62,7 +62,8 @@ def hit_table(campaign: Campaign) -> list[dict[str, Any]]:
     rows = campaign.q(
         "SELECT h.id, h.replication, hi.position, hi.pair_id, hi.role, p.image_id, p.text_id, "
         "t.text FROM hits h JOIN hit_items hi ON hi.hit_id = h.id JOIN pairs p ON "
-        "p.id = hi.pair_id JOIN texts t ON t.id = p.text_id ORDER BY h.id, hi.position")
+        "p.id = hi.pair_id JOIN texts t ON t.id = p.text_id WHERE h.replication > 0 "
+        "ORDER BY h.id, hi.position")  # replication 0: the qualification HIT, served here only
     hits: dict[int, dict[str, Any]] = {}
     for hit, repl, _pos, pid, role, image_id, text_id, text in rows:
         h = hits.setdefault(hit, {"hit": hit, "ref": opaque(key, "hit", hit),

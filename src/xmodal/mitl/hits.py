@@ -84,6 +84,110 @@ def chunks(order: list[int], size: int) -> list[list[int]]:
     return out
 
 
+class GoldDrawer:
+    """Draws the check pairs of HITs: known positives (the protocol's, or the user's gold file)
+    and known negatives (the user's, or a random pair outside every annotator's top-25)."""
+
+    def __init__(self, campaign: Campaign, protocol: Protocol, seed: int = 0):
+        gold = campaign.meta("gold") or {"mode": "auto"}
+        if gold["mode"] == "none":
+            raise XmodalError("the campaign was proposed with --gold none: it has no check pairs")
+        self.campaign = campaign
+        self.image_ids, self.text_ids, _ = protocol_pool(protocol)
+        positives = sorted(positive_pairs(protocol))
+        self.pos_ids = {(self.image_ids[i], self.text_ids[t]) for i, t in positives}
+        if gold["mode"] == "file":
+            self.pos = [tuple(p) for p in gold["positive"]]
+            self.negs = [tuple(p) for p in gold["negative"]]
+        else:
+            self.pos = [(self.image_ids[i], self.text_ids[t]) for i, t in positives]
+            self.negs = []
+        if not self.pos:
+            raise XmodalError(f"protocol {protocol.name!r} has no positive pair to use as gold; "
+                              "propose with --gold none or --gold FILE")
+        self.near = near_pairs(campaign)
+        self.rng = np.random.default_rng(seed + 7919)
+
+    def positive(self, conn, round_: int, avoid: set[int] = frozenset()) -> int:
+        """A known positive's pair id, not one of ``avoid`` if it can."""
+        for _ in range(100):
+            pid = self.campaign.add_pair(conn, *self.pos[self.rng.integers(len(self.pos))],
+                                         "gold_pos", round_)
+            if pid not in avoid:
+                break
+        return pid
+
+    def negative(self, conn, round_: int) -> int:
+        if self.negs:
+            gn = self.negs[self.rng.integers(len(self.negs))]
+        else:
+            for _ in range(10_000):
+                gn = (self.image_ids[self.rng.integers(len(self.image_ids))],
+                      self.text_ids[self.rng.integers(len(self.text_ids))])
+                if gn not in self.near and gn not in self.pos_ids:
+                    break
+            else:
+                raise XmodalError(
+                    "could not draw a known negative outside every annotator's top-25; the "
+                    "collection is too small for drawn gold pairs: propose with --gold none or "
+                    "--gold FILE (your own known pairs)")
+        return self.campaign.add_pair(conn, *gn, "gold_neg", round_)
+
+
+def make_qualification(campaign: Campaign, protocol: Protocol, n: int, min_accuracy: float,
+                       seed: int = 0) -> int:
+    """A qualification HIT of ``n`` check pairs (half known positives, half known negatives)
+    that every worker takes before any real HIT; a worker who answers less than
+    ``min_accuracy`` of them right gets no real HIT. Returns its id (stored in ``meta``)."""
+    if n < 2:
+        raise XmodalError(f"--qualify needs at least 2 check pairs, got {n}")
+    if not 0 < min_accuracy <= 1:
+        raise XmodalError(f"--min-accuracy must be in (0, 1], got {min_accuracy}")
+    if campaign.meta("qualify"):
+        raise XmodalError(f"{campaign.path} already has a qualification HIT")
+    draw = GoldDrawer(campaign, protocol, seed)
+    rng = np.random.default_rng(seed)
+    with campaign.write() as c:
+        items: dict[int, str] = {}
+        for k in range(n):
+            if k % 2 == 0:
+                pid = draw.positive(c, 0, set(items))
+                role = "gold_pos"
+            else:
+                pid, role = draw.negative(c, 0), "gold_neg"
+            items.setdefault(pid, role)
+        pairs = list(items.items())
+        shuffled = [pairs[j] for j in rng.permutation(len(pairs))]
+        # round 0 and replication 0: never handed out as a real HIT, no judgment slots
+        hit = campaign.add_hit(c, shuffled, 0, 0)
+        campaign.set_meta(c, "qualify", {"hit": hit, "n": len(pairs),
+                                          "min_accuracy": min_accuracy})
+    return hit
+
+
+def qualification_gate(conn, worker_id: int) -> int | None:
+    """None: the worker may take real HITs (no qualification, or passed it); the
+    qualification HIT's id: they must take it first; -1: they failed it (or let it expire)."""
+    import json
+
+    row = conn.execute("SELECT value FROM meta WHERE key = 'qualify'").fetchone()
+    if row is None:
+        return None
+    q = json.loads(row[0])
+    a = conn.execute("SELECT id, submitted_at FROM assignments WHERE hit_id = ? AND "
+                     "worker_id = ?", (q["hit"], worker_id)).fetchone()
+    if a is None:
+        return q["hit"]
+    if a[1] is None:
+        return -1
+    answers = conn.execute("SELECT hi.role, j.answer FROM judgments j JOIN hit_items hi ON "
+                           "hi.pair_id = j.pair_id AND hi.hit_id = ? WHERE j.assignment_id = ?",
+                           (q["hit"], a[0])).fetchall()
+    right = sum(1 for role, answer in answers
+                if answer is not None and (answer <= 2) == (role == "gold_pos"))
+    return None if answers and right / len(answers) >= q["min_accuracy"] else -1
+
+
 def make_hits(campaign: Campaign, protocol: Protocol, size: int = DEFAULT_SIZE,
               replication: int = DEFAULT_REPLICATION, seed: int = 0) -> list[int]:
     """HITs over every candidate (and original) pair not yet in a HIT; returns their ids.
@@ -106,19 +210,7 @@ def make_hits(campaign: Campaign, protocol: Protocol, size: int = DEFAULT_SIZE,
                           "mitl propose' found none outside the known positives (try more "
                           "--queries, a larger --k or other annotators)")
     gold = campaign.meta("gold") or {"mode": "auto"}
-    image_ids, text_ids, _ = protocol_pool(protocol)
-    positives = sorted(positive_pairs(protocol))
-    if gold["mode"] == "file":
-        gold_pos = [tuple(p) for p in gold["positive"]]
-        gold_negs = [tuple(p) for p in gold["negative"]]
-    else:
-        gold_pos = [(image_ids[i], text_ids[t]) for i, t in positives]
-        gold_negs = []
-    if gold["mode"] != "none" and not gold_pos:
-        raise XmodalError(f"protocol {protocol.name!r} has no positive pair to use as gold; "
-                          "propose with --gold none or --gold FILE")
-    near = near_pairs(campaign)
-    pos_ids = {(image_ids[i], text_ids[t]) for i, t in positives}
+    draw = GoldDrawer(campaign, protocol, seed) if gold["mode"] != "none" else None
     rng = np.random.default_rng(seed)
     order = [int(j) for j in rng.permutation(len(pending))]
     round_ = int(campaign.meta("round", 1))
@@ -126,28 +218,10 @@ def make_hits(campaign: Campaign, protocol: Protocol, size: int = DEFAULT_SIZE,
     with campaign.write() as c:
         for part in chunks(order, size):
             chunk = [(pending[j], "judge") for j in part]
-            if gold["mode"] != "none":
+            if draw is not None:
                 in_chunk = {p for p, _ in chunk}
-                for _ in range(100):  # a known positive not already among this HIT's pairs
-                    gp_id = campaign.add_pair(c, *gold_pos[rng.integers(len(gold_pos))],
-                                              "gold_pos", round_)
-                    if gp_id not in in_chunk:
-                        break
-                if gold_negs:
-                    gn = gold_negs[rng.integers(len(gold_negs))]
-                else:
-                    for _ in range(10_000):
-                        gn = (image_ids[rng.integers(len(image_ids))],
-                              text_ids[rng.integers(len(text_ids))])
-                        if gn not in near and gn not in pos_ids:
-                            break
-                    else:
-                        raise XmodalError(
-                            "could not draw a known negative outside every annotator's top-25; "
-                            "the collection is too small for drawn gold pairs: propose with "
-                            "--gold none or --gold FILE (your own known pairs)")
-                chunk.append((gp_id, "gold_pos"))
-                chunk.append((campaign.add_pair(c, *gn, "gold_neg", round_), "gold_neg"))
+                chunk.append((draw.positive(c, round_, in_chunk), "gold_pos"))
+                chunk.append((draw.negative(c, round_), "gold_neg"))
             shuffled = [chunk[j] for j in rng.permutation(len(chunk))]
             hits.append(campaign.add_hit(c, shuffled, round_, replication))
     return hits

@@ -377,6 +377,15 @@ class Campaign:
                 c.execute("UPDATE assignments SET active_at = ? WHERE id = ?",
                           (time.time(), row[0]))
                 return row[0]
+            from xmodal.mitl.hits import qualification_gate
+
+            gate = qualification_gate(c, worker.id)  # 'hits --qualify N': that HIT comes first
+            if gate is not None:
+                if gate < 0:
+                    return None  # below the qualification's accuracy
+                return c.execute("INSERT INTO assignments(hit_id, worker_id, status, "
+                                 "started_at) VALUES(?, ?, 'active', ?)",
+                                 (gate, worker.id, time.time())).lastrowid
             live = ",".join(f"'{s}'" for s in LIVE)
             row = c.execute(
                 f"SELECT h.id FROM hits h LEFT JOIN assignments a ON a.hit_id = h.id AND "
