@@ -245,11 +245,9 @@ def test_cli_part_originals_errors_clearly(tmp_path):
     assert "--part originals" in r.output
 
 
+@pytest.mark.reproduce  # visual words of 1,000 original photos unless cached (minutes)
 def test_official_split_numbers_reproduce(originals_root):
     """bow5 on the official split of the set, 224-px copies and originals, against the JSON."""
-    if os.environ.get("XMODAL_REPRODUCE_SLOW") != "1":
-        pytest.skip("computes visual words of 1,000 original photos unless cached (minutes on "
-                    "a cold cache); set XMODAL_REPRODUCE_SLOW=1")
     if not RESULTS.is_file():
         pytest.skip("benchmarks/results/hodosh_originals.json not recorded yet")
     from xmodal.reproduce import hodosh_originals as H

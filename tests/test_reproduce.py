@@ -4,7 +4,6 @@ a report from its JSON is stable. Skipped with the reason when data or caches ar
 
 import json
 import math
-import os
 from pathlib import Path
 
 import numpy as np
@@ -128,15 +127,11 @@ def test_corel5k_report_renders_from_its_json(tmp_path):
 
 
 # ---------------------------------------------------------------------- Hodosh
+@pytest.mark.reproduce  # trains both systems unless $XMODAL_CACHE/hodosh holds them (minutes)
 def test_hodosh_effnet_systems_match_the_stored_results(flickr8k_root):
-    from xmodal.recipes.flickr8k import system_dir
     from xmodal.reproduce.hodosh import evaluate
 
     names = ["bow5-effnet", "tri5sem-effnet"]
-    missing = [n for n in names if not (system_dir(n) / "config.json").is_file()]
-    if missing:
-        pytest.skip(f"trained systems {missing} are not in $XMODAL_CACHE/hodosh (training takes "
-                    "minutes each); `xmodal reproduce hodosh --systems ...` builds them")
     stored = stored_result("hodosh_reproduction.json")["results"]
     res = evaluate(names, flickr8k_root.parent)
     for p, dirs in res["metrics"].items():
@@ -199,11 +194,8 @@ def test_dual_report_states_the_reproduced_numbers():
         assert by_label[cells(line)[0]] == cells(line)[1:], line
 
 
-@pytest.mark.slow
+@pytest.mark.reproduce  # encodes the 1,000 Flickr8K test images unless cached (minutes)
 def test_dual_hodosh_numbers_reproduce(flickr8k_root):
-    if os.environ.get("XMODAL_REPRODUCE_SLOW") != "1":
-        pytest.skip("encodes the 1,000 Flickr8K test images unless their features are cached "
-                    "(minutes on a cold cache); set XMODAL_REPRODUCE_SLOW=1")
     from xmodal.reproduce.dual import evaluate_models
 
     stored = stored_result("dual_encoder.json")["test"]["flickr8k-hodosh"]
