@@ -124,6 +124,9 @@ def test_gold_and_candidates_are_indistinguishable_to_workers(served):
             # no verdict on the check pairs before review: the same answer either way
             assert "review" not in s.text and "gold" not in s.text
             assert set(s.json()) == {"assignment", "submitted"}
+            after = web.get(f"/api/mitl/assignments/{data['assignment']}")
+            assert after.json()["status"] == "submitted"  # in review or accepted alike
+            payloads.append(after.text)
     assert payloads
     for text in payloads:
         assert "pair_id" not in text and "image_id" not in text and "text_id" not in text
@@ -347,3 +350,23 @@ def test_no_token_in_the_access_log_or_any_url_after_the_first_load(tmp_path):
     leaked = [line for line in lines.lines if token in line or rev in line or "s3cret" in line
               or "?" in line.split('"')[1]]
     assert not leaked, leaked
+
+
+def test_writes_behind_a_proxy_pass_with_its_public_origin(tmp_path):
+    from xmodal.server import create_app
+
+    c, _ = build_campaign(tmp_path)
+    token = c.add_worker("alice")
+    app = create_app(tmp_path / "none.db", reports_dir=tmp_path, thumbnail_dir=tmp_path / "t",
+                     campaign=c.path, allowed_origins=["https://judge.example.org"])
+    with TestClient(app) as client:
+        h = {"X-Worker-Token": token}
+        assert client.post("/api/mitl/next", headers={
+            **h, "Origin": "https://judge.example.org"}).status_code == 200
+        assert client.post("/api/mitl/next", headers={  # a proxy naming the public host
+            **h, "Origin": "https://proxy.example.net", "X-Forwarded-Host": "proxy.example.net"
+        }).status_code == 200
+        assert client.post("/api/mitl/next", headers={
+            **h, "Origin": "https://judge.example.org.evil.example"}).status_code == 403
+        # reads are not writes: a GET from anywhere is answered as before
+        assert client.get("/api/mitl/me", headers={**h, "Origin": EVIL}).status_code == 200

@@ -147,7 +147,9 @@ def public_view(campaign: Campaign, worker: Worker, raw: dict[str, Any],
             continue
         if pid in back:
             answers[back[pid]] = value
-    out = {"assignment": aid, "status": raw["status"],
+    # waiting for review and accepted read the same: no verdict on the check pairs
+    status = "submitted" if raw["status"] in ("review", "accepted") else raw["status"]
+    out = {"assignment": aid, "status": status,
            "items": [{"id": i, "text": texts[p], "image": image_url.format(aid=aid, item=i)}
                      for i, p in ids.items()],
            "draft": {"answers": answers, "position": draft.get("position", 0)},

@@ -69,6 +69,7 @@ def create_app(
     preload: bool = False,
     allowed_hosts: list[str] | None = None,
     access_token: str | None = None,
+    allowed_origins: list[str] | None = None,
 ) -> FastAPI:
     """Build the xmodal web application.
 
@@ -85,7 +86,9 @@ def create_app(
         first request.
     allowed_hosts: Host names the server answers (None: any; ``xmodal serve`` passes the
         loopback names and its own address); access_token: required on every request when set
-        (see :mod:`xmodal.server.security`).
+        (see :mod:`xmodal.server.security`); allowed_origins: origins besides the server's own
+        Host whose pages may POST / PUT / DELETE (e.g. the public URL in front of a proxy that
+        rewrites Host).
     """
     backends = Backends(
         db_path, index=index, model=model, tagger=tagger, model_spec=model_spec, threads=threads
@@ -124,7 +127,8 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=state.limits.max_body_bytes)
     app.add_middleware(ConcurrencyLimit, max_requests=state.limits.max_concurrent_requests)
-    app.add_middleware(AccessGuard, allowed_hosts=allowed_hosts, token=access_token)
+    app.add_middleware(AccessGuard, allowed_hosts=allowed_hosts, token=access_token,
+                       allowed_origins=allowed_origins or ())
     for module in (search, annotate, meta, reports, judge, duplicates, crowd):
         app.include_router(module.router)
     app.include_router(judge.pages)  # /judge and /review: a token link becomes a cookie

@@ -138,11 +138,14 @@ class AccessGuard:
         origin = request.headers.get("origin")
         if origin is None:
             return None
-        own = request.headers.get("host", "").strip().lower()
+        # the Host, or the public name a reverse proxy puts in X-Forwarded-Host (a page on
+        # another site cannot set that header on a request it makes a browser send)
+        own = {request.headers.get(h, "").split(",")[0].strip().lower()
+               for h in ("host", "x-forwarded-host")} - {""}
         parts = urlsplit(origin.strip().lower())
         if origin.strip().lower() == "null" or not parts.netloc:
             return "a request with an opaque origin ('null') is refused"
-        if parts.netloc == own or origin.strip().rstrip("/").lower() in self.origins:
+        if parts.netloc in own or origin.strip().rstrip("/").lower() in self.origins:
             return None
         return (f"a {request.method} from origin {origin!r} is refused: this server only "
                 f"takes writes from its own pages")
