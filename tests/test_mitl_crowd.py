@@ -101,6 +101,13 @@ def test_mturk_round_trip_gives_the_simulated_positives(flickr_campaign, tmp_pat
                                   "FROM pairs)"):
             assert image_id not in text and path not in text
         n_hits = c.q("SELECT COUNT(*) FROM hits")[0][0]
+    with Campaign(db) as c:  # a caption with markup is escaped for MTurk's substitution
+        c.conn.execute("UPDATE texts SET text = text || ' <b>x</b>' WHERE id = (SELECT text_id "
+                       "FROM pairs LIMIT 1)")
+    _cli("mitl", "crowd", "export", db, out, "--platform", "mturk", "--image-url",
+         "https://example.org/hits/images")
+    text = (out / "mturk" / "input.csv").read_text()
+    assert "&lt;b&gt;x&lt;/b&gt;" in text and "<b>" not in text
     template = (out / "mturk" / "question.html").read_text()
     assert "<crowd-form" in template and "crowd-radio-button" in template
     assert "${image_1}" in template and "${item_1}" in template and 'name="hit"' in template

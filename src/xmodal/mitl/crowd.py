@@ -156,7 +156,10 @@ def export_mturk(hits, names, base: str, folder: Path) -> list[Path]:
             for k in range(n):
                 if k < len(h["items"]):
                     it = h["items"][k]
-                    row += [it["ref"], _url(base, names[it["image_id"]]), it["text"]]
+                    # MTurk puts ${text_K} into the page as it is: escaped here, so a
+                    # caption with markup shows as text
+                    row += [it["ref"], _url(base, names[it["image_id"]]),
+                            escape(it["text"], quote=False)]
                 else:
                     row += ["", "", ""]
             w.writerow(row)
