@@ -345,3 +345,22 @@ def test_prolific_study_link_to_completion_code_in_chromium(tmp_path):
             f"cc={info['completion_code']}")
         context.close()
         assert not errors, errors
+
+
+def test_pay_counts_people_judging_here_too(tmp_path):
+    from mitl_fixtures import build_campaign, gold_answers
+
+    c, _ = build_campaign(tmp_path)
+    w = c.worker_for(c.add_worker("alice"))
+    aid = c.next_assignment(w)
+    c.submit(aid, w, gold_answers(c, c.assignment(aid, w)))
+    c.conn.execute("UPDATE assignments SET started_at = submitted_at - 90 WHERE id = ?", (aid,))
+    c.close()
+    r = _cli("mitl", "crowd", "pay", c.path, "--reward", "0.5", "--fee", "0.2", "--json")
+    assert r.exit_code == 0, r.output
+    pay = json.loads(r.stdout)
+    assert pay["workers"]["alice"]["median_s_per_hit"] == pytest.approx(90)
+    assert pay["workers"]["alice"]["hourly"] == pytest.approx(20.0)
+    assert pay["cost"] == pytest.approx(0.6)
+    r = _cli("mitl", "crowd", "pay", c.path, "--reward", "0.5")
+    assert r.exit_code == 0 and "alice" in r.output

@@ -513,10 +513,15 @@ def import_results(campaign: Campaign, path: str | Path,
 def pay_report(campaign: Campaign, reward: float, fee: float = 0.0) -> dict[str, Any]:
     """Per worker: submitted HITs, seconds per HIT (the platform's work time where it reported
     one, else submit minus start), and the hourly pay a reward per HIT gives."""
+    has_external = campaign.q("SELECT 1 FROM sqlite_master WHERE name = "
+                              "'external_assignments'")  # a campaign older than the table
+    work = "e.work_s" if has_external else "NULL"
+    join = ("LEFT JOIN external_assignments e ON e.assignment_id = a.id " if has_external
+            else "")
     rows = campaign.q(
-        "SELECT w.name, a.status, a.started_at, a.submitted_at, e.work_s FROM assignments a "
-        "JOIN workers w ON w.id = a.worker_id LEFT JOIN external_assignments e ON "
-        "e.assignment_id = a.id WHERE a.submitted_at IS NOT NULL ORDER BY w.id, a.id")
+        f"SELECT w.name, a.status, a.started_at, a.submitted_at, {work} FROM assignments a "
+        f"JOIN workers w ON w.id = a.worker_id {join}WHERE a.submitted_at IS NOT NULL "
+        "ORDER BY w.id, a.id")
     per: dict[str, dict[str, Any]] = {}
     for name, status, started, submitted, work in rows:
         p = per.setdefault(name, {"hits": 0, "paid_hits": 0, "seconds": []})
