@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+import weakref
 from typing import Any
 
 from xmodal.errors import XmodalError
@@ -24,11 +25,12 @@ from xmodal.mitl.store import LIVE, Campaign, CampaignConflict, Worker
 
 SECRET_KEY = "server_secret"
 ID_CHARS = 16
+_SECRETS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # campaign -> key, read once
 
 
 def secret(campaign: Campaign) -> bytes:
     """The campaign's HMAC key, created on first use (kept in ``meta``)."""
-    cached = getattr(campaign, "_blind_secret", None)
+    cached = _SECRETS.get(campaign)
     if cached is not None:
         return cached
     value = campaign.meta(SECRET_KEY)
@@ -40,7 +42,7 @@ def secret(campaign: Campaign) -> bytes:
             value = campaign.meta(SECRET_KEY)
         except Exception:  # noqa: BLE001 - a read-only campaign: ids last as long as the process
             value = secrets.token_hex(32)
-    campaign._blind_secret = key = bytes.fromhex(value)  # type: ignore[attr-defined]
+    _SECRETS[campaign] = key = bytes.fromhex(value)
     return key
 
 
