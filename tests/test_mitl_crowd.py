@@ -364,3 +364,39 @@ def test_pay_counts_people_judging_here_too(tmp_path):
     assert pay["cost"] == pytest.approx(0.6)
     r = _cli("mitl", "crowd", "pay", c.path, "--reward", "0.5")
     assert r.exit_code == 0 and "alice" in r.output
+
+
+@pytest.mark.browser
+def test_mturk_template_filled_like_mturk_shows_one_block_per_pair_in_chromium(tmp_path):
+    """The question template with a short HIT's CSV row substituted (as MTurk does): the empty
+    blocks go, and submitting with a pair unanswered is stopped."""
+    from live_server import chromium
+    from mitl_fixtures import build_campaign
+
+    c, _ = build_campaign(tmp_path, size=4)
+    c.close()
+    out = tmp_path / "m"
+    assert _cli("mitl", "crowd", "export", c.path, out, "--platform", "mturk").exit_code == 0
+    with open(out / "mturk" / "input.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    n = max(int(k.split("_")[1]) for k in rows[0] if k.startswith("item_"))
+    row = min(rows, key=lambda r: sum(bool(r[f"item_{k}"]) for k in range(1, n + 1)))
+    used = sum(bool(row[f"item_{k}"]) for k in range(1, n + 1))
+    assert used < n  # a shorter HIT: its extra blocks are empty
+    html = (out / "mturk" / "question.html").read_text()
+    for key, value in row.items():
+        html = html.replace("${" + key + "}", value)
+    assert "${" not in html
+    with chromium() as browser:
+        page = browser.new_page()
+        page.route("**/*", lambda route: route.abort() if "crowd.aws" in route.request.url
+                   else route.continue_())
+        page.set_content(html, wait_until="domcontentloaded")
+        assert page.locator("section.pair").count() == used
+        assert page.locator("section.pair img").first.get_attribute("src").startswith(
+            "https://YOUR-HOST/images/")
+        dialogs = []
+        page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+        page.evaluate("document.querySelector('crowd-form').dispatchEvent("
+                      "new Event('submit', {cancelable: true}))")
+        assert dialogs and "answer every pair" in dialogs[0]

@@ -211,6 +211,18 @@ def mturk_template(n: int) -> str:
   document.querySelectorAll('section.pair').forEach(function (s) {{
     if (!s.dataset.item) s.remove();
   }});
+  // every pair needs an answer before the HIT can be submitted
+  document.querySelector('crowd-form').addEventListener('submit', function (e) {{
+    var left = Array.prototype.filter.call(document.querySelectorAll('section.pair'),
+      function (s) {{
+        return !Array.prototype.some.call(s.querySelectorAll('crowd-radio-button'),
+                                          function (b) {{ return b.checked; }});
+      }});
+    if (left.length) {{
+      e.preventDefault();
+      alert('Please answer every pair (' + left.length + ' left).');
+    }}
+  }});
 </script>
 """
 
