@@ -216,7 +216,7 @@ def workers_list(campaign: Path = CAMPAIGN,
     """List the workers with their submitted, accepted, in-review and rejected HITs."""
     from xmodal.mitl.store import Campaign
 
-    with Campaign(campaign) as c:
+    with Campaign(campaign, readonly=True) as c:
         rows = c.workers()
     if as_json:
         _echo_json(rows)
