@@ -367,9 +367,11 @@ def test_two_tabs_of_one_worker_get_changed_in_another_tab_and_merge(campaign, n
     row = two.locator("#conflict-list li")
     assert row.count() == 1 and "100% yes" in row.inner_text() and "100% no" in row.inner_text()
     two.screenshot(path=str(ARTIFACTS / "web-judge-conflict.png"))
+    assert two.locator("#answer-buttons button:disabled").count() == 4  # settle first
     row.locator("button.take-theirs").click()
     two.wait_for_selector("#conflict", state="hidden")
     _wait_saved(two)
+    assert two.locator("#answer-buttons button:disabled").count() == 0
     aid, _, _ = _open_assignment(campaign, "twotabs")
     with _db(campaign) as c:
         draft = json.loads(c.q("SELECT draft FROM assignments WHERE id = ?", (aid,))[0][0])

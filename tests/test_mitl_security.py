@@ -370,3 +370,24 @@ def test_writes_behind_a_proxy_pass_with_its_public_origin(tmp_path):
             **h, "Origin": "https://judge.example.org.evil.example"}).status_code == 403
         # reads are not writes: a GET from anywhere is answered as before
         assert client.get("/api/mitl/me", headers={**h, "Origin": EVIL}).status_code == 200
+
+
+def test_a_reissued_token_ends_its_sessions(served):
+    import hashlib
+
+    _, c, app = served
+    token = c.add_worker("alice")
+    web, _ = _session(app, token)
+    assert web.get("/api/mitl/me").status_code == 200
+    new = "a-new-token"
+    c.conn.execute("UPDATE workers SET token_sha256 = ? WHERE name = 'alice'",
+                   (hashlib.sha256(new.encode()).hexdigest(),))
+    r = web.get("/api/mitl/me")
+    assert r.status_code == 401 and "session has ended" in r.json()["error"]["message"]
+    web2, _ = _session(app, new)
+    assert web2.get("/api/mitl/me").json()["name"] == "alice"
+    # a forged cookie (another worker id with alice's MAC) is nobody
+    forged = TestClient(app)
+    value = web2.cookies.get("xmodal_judge")
+    forged.cookies.set("xmodal_judge", "999." + value.split(".", 1)[1])
+    assert forged.get("/api/mitl/me").status_code == 401

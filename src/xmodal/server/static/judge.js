@@ -365,7 +365,9 @@ async function showConflict(message) {
   const merged = Object.assign({}, judge.answers);
   const chosen = new Set();
   const describe = (e) => (e && e.answer ? labelOf(e.answer) : "no answer") + (e && e.reason ? ` — “${e.reason}”` : "");
+  const lock = (locked) => { for (const b of $("answer-buttons").querySelectorAll("button")) b.disabled = locked; };
   const finish = () => {
+    lock(false);
     judge.answers = merged;
     judge.conflict = false;
     $("conflict").hidden = true;
@@ -389,9 +391,10 @@ async function showConflict(message) {
     return row;
   });
   $("conflict-list").replaceChildren(...rows);
-  $("conflict-reload").onclick = () => { adopt(theirs); judge.conflict = false; $("conflict").hidden = true; mitl.clearMessage(); render(); setSaveStatus("saved", "Reloaded"); };
+  $("conflict-reload").onclick = () => { lock(false); adopt(theirs); judge.conflict = false; $("conflict").hidden = true; mitl.clearMessage(); render(); setSaveStatus("saved", "Reloaded"); };
   $("conflict-mine").onclick = () => { for (const [item] of differ) chosen.add(item.id); finish(); };
   $("conflict").hidden = false;
+  lock(true);  // answers wait until the pairs that differ are settled
   mitl.showMessage("Your answers were changed in another tab or window. Choose per pair which answer to keep, or reload.", "info");
 }
 
