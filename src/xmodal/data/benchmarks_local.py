@@ -50,7 +50,7 @@ def _folder(path: str | os.PathLike | None, what: str) -> Path:
     return root
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -58,7 +58,7 @@ def _read_json(path: Path) -> Any:
 
 
 def _karpathy_images(path: Path, split: str) -> list[dict]:
-    raw = _read_json(path)
+    raw = read_json(path)
     if not isinstance(raw, dict) or not isinstance(raw.get("images"), list):
         raise XmodalError(f"{path}: not a Karpathy split file (expected {{'images': [...]}})")
     images = [im for im in raw["images"] if im.get("split") == split]
@@ -158,7 +158,7 @@ def _coco_official(root: Path, files: list[Path], split: str, max_captions: int
     folders: dict[str, str] = {}  # image id -> images folder (val2014, ...)
     caps: dict[str, list[tuple[int, str]]] = {}
     for f in files:
-        raw = _read_json(f)
+        raw = read_json(f)
         if not isinstance(raw, dict) or "annotations" not in raw or "images" not in raw:
             raise XmodalError(f"{f}: not an official COCO captions file (expected 'images' and "
                               "'annotations')")

@@ -50,7 +50,7 @@ def captioned_protocol(name: str, ds: CaptionedImages, note: str,
             "caption is relevant to its image.")
     if ds.notes:
         text += " Loader: " + "; ".join(ds.notes) + "."
-    return Protocol(name, _builtin._both(list(ds.image_ids), ids, [c.text for c in caps], rel),
+    return Protocol(name, _builtin.both_directions(list(ds.image_ids), ids, [c.text for c in caps], rel),
                     ds, text, dict(extra or {}))
 
 
@@ -83,7 +83,7 @@ def _positive_pairs(source: str, data: Any) -> tuple[list, list]:
     if source == "pm":
         from pathlib import Path
 
-        from xmodal.data.benchmarks_local import _read_json
+        from xmodal.data.benchmarks_local import read_json
 
         root = Path(data)
         files = [root / "pm_image_to_caption.json", root / "pm_caption_to_image.json"]
@@ -91,7 +91,7 @@ def _positive_pairs(source: str, data: Any) -> tuple[list, list]:
         if absent:
             raise XmodalError("the pmrp protocol needs the ECCV Caption plausible-match files "
                               f"(the eccv-caption package does not ship them): {', '.join(absent)}")
-        i2c, c2i = (_read_json(f) for f in files)
+        i2c, c2i = (read_json(f) for f in files)
     else:
         from xmodal.data.eccv import load_coco_positives
 

@@ -25,7 +25,7 @@ def register(name: str):
     return deco
 
 
-def _both(image_ids, text_ids, texts, relevance) -> dict[str, Direction]:
+def both_directions(image_ids, text_ids, texts, relevance) -> dict[str, Direction]:
     return {
         "i2t": Direction("i2t", image_ids, text_ids, texts, relevance),
         "t2i": Direction("t2i", image_ids, text_ids, texts, relevance),
@@ -53,7 +53,7 @@ def flickr8k_hodosh(data=None) -> Protocol:
     images, text_ids, texts = _hodosh_pool(ds)
     rel = pairs_to_relevance(images, text_ids, [(i, f"{i}#2") for i in images])
     return Protocol(
-        "flickr8k-hodosh", _both(images, text_ids, texts, rel), ds,
+        "flickr8k-hodosh", both_directions(images, text_ids, texts, rel), ds,
         "Hodosh et al. 2013 test pool: 1,000 test images x their caption #2; only the original "
         "pair is relevant.",
     )
@@ -64,7 +64,7 @@ def _hodosh_extended(name: str, ds, extra_pairs, note: str, options: dict) -> Pr
     images, text_ids, texts = _hodosh_pool(ds)
     pairs = [(i, f"{i}#2") for i in images] + list(extra_pairs)
     rel = pairs_to_relevance(images, text_ids, pairs)
-    return Protocol(name, _both(images, text_ids, texts, rel), ds, note, options)
+    return Protocol(name, both_directions(images, text_ids, texts, rel), ds, note, options)
 
 
 @register("flickr8k-hodosh-crowd")
@@ -98,7 +98,7 @@ def flickr8k_5cap(data=None) -> Protocol:
     caps = [c for i in images for c in ds.captions_of(i)]
     rel = pairs_to_relevance(images, [c.id for c in caps], [(c.image_id, c.id) for c in caps])
     return Protocol(
-        "flickr8k-5cap", _both(images, [c.id for c in caps], [c.text for c in caps], rel), ds,
+        "flickr8k-5cap", both_directions(images, [c.id for c in caps], [c.text for c in caps], rel), ds,
         "1,000 test images x all 5,000 of their captions; a caption is relevant to its image.",
     )
 
@@ -124,7 +124,7 @@ def folder(data=None, captions=None) -> Protocol:
             "a caption is relevant to its photo.")
     if missing:
         note += f" {len(missing)} caption image names match no file (ignored)."
-    return Protocol("folder", _both(images, [c.id for c in caps], [c.text for c in caps], rel),
+    return Protocol("folder", both_directions(images, [c.id for c in caps], [c.text for c in caps], rel),
                     ds, note)
 
 
@@ -136,7 +136,7 @@ def wikipedia(data=None) -> Protocol:
     y = ds.labels_test
     rel = sparse.csr_matrix(y[:, None] == y[None, :])
     return Protocol(
-        "wikipedia", _both(list(ds.image_ids_test), list(ds.text_ids_test), [], rel), ds,
+        "wikipedia", both_directions(list(ds.image_ids_test), list(ds.text_ids_test), [], rel), ds,
         "Rasiwasia et al. 2010: 693 test images x 693 test texts; relevant = same category.",
     )
 
@@ -237,7 +237,7 @@ def _cc_split(name: str, split: str, data) -> Protocol:
     caps = [ds.captions_of(i)[0] for i in images]
     rel = pairs_to_relevance(images, [c.id for c in caps], [(c.image_id, c.id) for c in caps])
     return Protocol(
-        name, _both(images, [c.id for c in caps], [c.text for c in caps], rel), ds,
+        name, both_directions(images, [c.id for c in caps], [c.text for c in caps], rel), ds,
         f"Conceptual Captions (CC18K) {split} split: {len(images):,} web images x their "
         f"{len(caps):,} alt-text captions, one relevant caption each (fixed sha1-of-key split, "
         "xmodal.data.conceptual_captions; data from $XMODAL_CC_DATA or ../data/cc18k)."
