@@ -19,13 +19,14 @@
 from __future__ import annotations
 
 import hmac
+import html
 import ipaddress
 import logging
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from starlette.requests import Request
-from starlette.responses import RedirectResponse
+from starlette.responses import HTMLResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from xmodal.server.errors import error_response
@@ -41,6 +42,17 @@ SECURITY_HEADERS = [
 
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def continue_page(url: str) -> HTMLResponse:
+    """A page that replaces itself (and its entry in the history) with ``url``; a link for
+    browsers without scripts."""
+    link = html.escape(url, quote=True)
+    return HTMLResponse(
+        '<!doctype html><meta charset="utf-8"><title>xmodal</title>'
+        f'<p>Signed in. <a id="continue" href="{link}">Continue</a></p>'
+        '<script>location.replace(document.getElementById("continue").href)</script>',
+        headers={"Cache-Control": "no-store"})
 
 
 class RedactQuery(logging.Filter):
@@ -108,9 +120,11 @@ class AccessGuard:
             given = request.query_params.get("access_token")
             if given is not None and hmac.compare_digest(given, self.token) \
                     and request.method == "GET" and not request.url.path.startswith("/api/"):
-                # a page opened with ?token=: keep it in a cookie, drop it from the address
-                response = RedirectResponse(request.url.remove_query_params("access_token"),
-                                            303)
+                # a page opened with ?access_token=: keep it in a cookie, drop it from the
+                # address. Not a redirect: a SameSite=Strict cookie is not sent on a redirect
+                # of a navigation that another site started (a study link on Prolific, a link
+                # in an e-mail); a page of ours that replaces itself is a same-site navigation.
+                response = continue_page(str(request.url.remove_query_params("access_token")))
                 response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
                 await response(scope, receive, send)
                 return
