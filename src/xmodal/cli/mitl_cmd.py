@@ -210,6 +210,38 @@ def workers_add(
     typer.echo(token)
 
 
+@workers_app.command("reissue")
+def workers_reissue(campaign: Path = CAMPAIGN,
+                    name: str = typer.Argument(..., help="the worker's name")) -> None:
+    """Give a worker a new token (printed once); the old one and its sessions stop working.
+
+    Example: xmodal mitl workers reissue flickr.db alice
+    """
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign) as c:
+        token = c.reissue_token(name)
+        role = next(w["role"] for w in c.workers() if w["name"] == name)
+    console.print(f"new token for {name!r}; their page: "
+                  f"/{'review' if role == 'reviewer' else 'judge'}?token={token}")
+    typer.echo(token)
+
+
+@workers_app.command("revoke")
+def workers_revoke(campaign: Path = CAMPAIGN,
+                   name: str = typer.Argument(..., help="the worker's name")) -> None:
+    """Stop a worker from signing in (their token and open sessions are refused at once); the
+    judgments they made stay. 'reissue' lets them in again.
+
+    Example: xmodal mitl workers revoke flickr.db alice
+    """
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign) as c:
+        c.revoke_worker(name)
+    console.print(f"{name!r} can no longer sign in to {campaign}")
+
+
 @workers_app.command("list")
 def workers_list(campaign: Path = CAMPAIGN,
                  as_json: bool = typer.Option(False, "--json")) -> None:
@@ -222,11 +254,11 @@ def workers_list(campaign: Path = CAMPAIGN,
         _echo_json(rows)
         return
     t = Table()
-    for col in ("name", "role", "submitted", "accepted", "review", "rejected"):
+    for col in ("name", "role", "submitted", "accepted", "review", "rejected", "revoked"):
         t.add_column(col)
     for r in rows:
         t.add_row(*(str(r[k]) for k in ("name", "role", "submitted", "accepted", "review",
-                                        "rejected")))
+                                        "rejected")), "yes" if r["revoked"] else "")
     console.print(t)
 
 

@@ -137,6 +137,8 @@ class Item:
     text: str
 
 
+REVOKED = "revoked:"  # a token hash no token has: the worker cannot sign in
+
 def _hash(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
@@ -305,6 +307,25 @@ class Campaign:
             raise XmodalError(f"a worker named {name!r} already exists in {self.path}") from None
         return token
 
+    def reissue_token(self, name: str) -> str:
+        """A new token for worker ``name``; the old token and its sessions stop working."""
+        token = secrets.token_urlsafe(24)
+        self._set_token_hash(name, _hash(token))
+        return token
+
+    def revoke_worker(self, name: str) -> None:
+        """Worker ``name`` can no longer sign in (token and sessions refused); their judgments
+        and HITs stay. ``reissue_token`` lets them in again."""
+        self._set_token_hash(name, REVOKED + secrets.token_hex(16))
+
+    def _set_token_hash(self, name: str, value: str) -> None:
+        with self.write() as c:
+            n = c.execute("UPDATE workers SET token_sha256 = ? WHERE name = ?",
+                          (value, name)).rowcount
+        if not n:
+            known = ", ".join(w["name"] for w in self.workers()) or "none"
+            raise XmodalError(f"no worker named {name!r} in {self.path} (workers: {known})")
+
     def worker_for(self, token: str | None) -> Worker | None:
         if not token:
             return None
@@ -314,11 +335,12 @@ class Campaign:
     def workers(self) -> list[dict[str, Any]]:
         rows = self.q(
             "SELECT w.name, w.role, COUNT(a.id), SUM(a.status = 'accepted'), "
-            "SUM(a.status = 'review'), SUM(a.status = 'rejected') FROM workers w "
+            "SUM(a.status = 'review'), SUM(a.status = 'rejected'), "
+            "substr(w.token_sha256, 1, ?) = ? FROM workers w "
             "LEFT JOIN assignments a ON a.worker_id = w.id AND a.submitted_at IS NOT NULL "
-            "GROUP BY w.id ORDER BY w.id")
+            "GROUP BY w.id ORDER BY w.id", (len(REVOKED), REVOKED))
         return [{"name": n, "role": r, "submitted": s, "accepted": a or 0, "review": v or 0,
-                 "rejected": j or 0} for n, r, s, a, v, j in rows]
+                 "rejected": j or 0, "revoked": bool(x)} for n, r, s, a, v, j, x in rows]
 
     # ----- building the campaign ----------------------------------------------------------
     def add_items(self, conn, images: Iterable[tuple[str, str | None]],
