@@ -16,12 +16,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import rawpy
 from PIL import Image
 
-rawpy = pytest.importorskip("rawpy")
-
-from tests.fake_models import ColourModel  # noqa: E402
-from xmodal.index import PhotoIndex  # noqa: E402
+from tests.fake_models import ColourModel
+from xmodal.index import PhotoIndex
 from xmodal.index.metadata import read_metadata  # noqa: E402
 from xmodal.index.scan import load_checked  # noqa: E402
 

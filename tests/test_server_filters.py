@@ -14,14 +14,13 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+import piexif
 import pytest
 from fastapi.testclient import TestClient
 from PIL import Image
 
 from tests.fake_models import COLOURS, ColourModel
 from xmodal.server import create_app
-
-piexif = pytest.importorskip("piexif")
 
 LISBON = (38.7223, -9.1393)
 PARIS = (48.8566, 2.3522)
@@ -265,7 +264,8 @@ def test_no_good_match_names_the_closest_and_min_score_0_shows_it(client):
 
 
 def test_a_calibrated_model_reports_relevance_and_hides_by_default(client, monkeypatch):
-    calibration = pytest.importorskip("xmodal.index.calibration")
+    from xmodal.index import calibration
+
     cal = calibration.Calibrator(model_id=ColourModel.model_id, scores=[0.6, 1.0],
                                  probabilities=[0.0, 1.0], threshold=0.6)
     monkeypatch.setattr(calibration, "load_calibrator",

@@ -128,7 +128,8 @@ def test_show_the_closest_after_no_good_match(server, page):
 
 
 def test_a_calibrated_model_shows_match_probabilities(server, page, monkeypatch):
-    calibration = pytest.importorskip("xmodal.index.calibration")
+    from xmodal.index import calibration
+
     cal = calibration.Calibrator(model_id=ColourModel.model_id, scores=[0.6, 1.0],
                                  probabilities=[0.0, 1.0], threshold=0.6)
     monkeypatch.setattr(calibration, "load_calibrator",

@@ -36,7 +36,6 @@ import hashlib
 import json
 import os
 import shutil
-import sqlite3
 import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -433,24 +432,15 @@ def _same_sha1(store: Store, ids: np.ndarray) -> list[list[int]]:
     return [g for g in by_sha.values() if len(g) > 1]
 
 
-def _meta_columns(conn: sqlite3.Connection) -> set[str]:
-    """The columns of the ``photo_meta`` table (empty where the index has none)."""
-    return {row[1] for row in conn.execute("PRAGMA table_info(photo_meta)")}
-
-
 def _member_details(store: Store, ids: list[int]) -> dict[int, Member]:
     """Path, size, resolution and date of each file id."""
-    cols = _meta_columns(store.conn)
-    taken = {"file_id", "taken_at"} <= cols
     out: dict[int, Member] = {}
     for chunk in _chunks(ids, 900):
         marks = ",".join("?" * len(chunk))
-        extra = "m.taken_at" if taken else "NULL"
-        extra += ", m.date_source" if taken and "date_source" in cols else ", NULL"
-        join = "LEFT JOIN photo_meta m ON m.file_id = f.id" if taken else ""
         for fid, path, size, mtime_ns, sha1, w, h, taken_at, source in store.conn.execute(
-                f"SELECT f.id, f.path, f.size, f.mtime_ns, f.sha1, f.width, f.height, {extra} "
-                f"FROM files f {join} WHERE f.id IN ({marks})", chunk):
+                f"SELECT f.id, f.path, f.size, f.mtime_ns, f.sha1, f.width, f.height, "
+                f"m.taken_at, m.date_source FROM files f "
+                f"LEFT JOIN photo_meta m ON m.file_id = f.id WHERE f.id IN ({marks})", chunk):
             if taken_at:  # photo_meta says where its date came from (EXIF, or the mtime)
                 date, source = str(taken_at), str(source or "taken")
             else:
@@ -462,12 +452,8 @@ def _member_details(store: Store, ids: list[int]) -> dict[int, Member]:
 
 def _vectors_of(store: Store, ids: list[int]) -> dict[int, np.ndarray]:
     model = store.get_meta("model")
-    out = {}
-    for fid in ids:
-        vec = store.vector_of(fid, model) if model else None
-        if vec is not None:
-            out[fid] = vec / max(float(np.linalg.norm(vec)), 1e-12)
-    return out
+    vecs = store.vectors_of(ids, model) if model else {}
+    return {fid: v / max(float(np.linalg.norm(v)), 1e-12) for fid, v in vecs.items()}
 
 
 # ----- moving aside and back ----------------------------------------------------------------------

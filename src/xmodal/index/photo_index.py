@@ -41,6 +41,7 @@ import numpy as np
 
 from xmodal.describe import caption_offsets, rank_pool
 from xmodal.errors import XmodalError
+from xmodal.index import calibration
 from xmodal.index.ann import AnnIndex
 from xmodal.index.filters import PhotoFilter
 from xmodal.index.metadata import PhotoMeta, place_name, read_metadata
@@ -572,10 +573,8 @@ class PhotoIndex:
         if calibrator is not None:
             exact = len(terms) == 1  # the ranking score is the sentence's own cosine
             sims = ([r.score for r in ranked] if exact else
-                    self._cosines(sentence, [r for r in ranked]))
-            sims = np.asarray(sims, np.float64)
-            probs = (calibrator.relevance(self.model, sentence, sims)
-                     if hasattr(calibrator, "relevance") else calibrator.probability(sims))
+                    self._cosines(sentence, ranked))
+            probs = calibrator.probability(np.asarray(sims, np.float64))
             for r, p in zip(ranked, probs):
                 r.relevance = round(float(p), 4)
             cutoff = calibrator.threshold if min_relevance is None else min_relevance
@@ -644,11 +643,7 @@ class PhotoIndex:
                 for r in results]
 
     def _calibrator(self):
-        try:
-            from xmodal.index.calibration import load_calibrator
-        except ImportError:
-            return None
-        return load_calibrator(self.model_id)
+        return calibration.load_calibrator(self.model_id)
 
     def _attach_metadata(self, results: list[SearchResult]) -> None:
         by_path = {r.path: r for r in results}

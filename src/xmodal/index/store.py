@@ -306,14 +306,16 @@ class Store:
         return (row[0], row[1]) if row else (None, None)
 
     def vectors_of(self, ids: Iterable[int], model: str) -> dict[int, np.ndarray]:
+        """The stored vectors of ``model`` of these file ids (those that have one)."""
         ids = [int(i) for i in ids]
-        if not ids:
-            return {}
-        marks = ",".join("?" * len(ids))
-        rows = self.conn.execute(
-            f"SELECT file_id, vec FROM vectors WHERE model = ? AND file_id IN ({marks})",
-            [model, *ids])
-        return {i: np.frombuffer(b, dtype=np.float32) for i, b in rows}
+        out: dict[int, np.ndarray] = {}
+        for start in range(0, len(ids), 30_000):  # SQLite's limit on bound parameters
+            part = ids[start:start + 30_000]
+            rows = self.conn.execute(
+                f"SELECT file_id, vec FROM vectors WHERE model = ? AND file_id IN "
+                f"({','.join('?' * len(part))})", [model, *part])
+            out.update((i, np.frombuffer(b, dtype=np.float32)) for i, b in rows)
+        return out
 
     def all_paths(self) -> list[tuple[int, str]]:
         return self.conn.execute("SELECT id, path FROM files ORDER BY id").fetchall()
