@@ -19,7 +19,7 @@ from xmodal.errors import XmodalError
 from xmodal.recipes.dual_finetune import SHIPPED_STAGE2
 from xmodal.reproduce.dual_broader import BROADER, ROUND, broader_table, mean_r1
 from xmodal.reproduce.output import read_json
-from xmodal.reproduce.prose import DAGGER, and_list, minutes, wrap
+from xmodal.reproduce.render import DAGGER, and_list, minutes, wrap
 
 LABELS = {"dual": "dual (shipped)",
           "dual-qb": "dual-qb (the shipped model, querybank of its training data; sixth round)",

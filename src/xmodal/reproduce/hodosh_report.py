@@ -12,7 +12,7 @@ import numpy as np
 
 from xmodal.eval.compare import stars
 from xmodal.reproduce.hodosh import EXPERT_THRESHOLDS
-from xmodal.reproduce.prose import minutes
+from xmodal.reproduce.render import minutes
 
 LABELS = {
     "nn": "NN (NN5 idf-F1)",

@@ -12,7 +12,7 @@ import math
 
 from xmodal.reproduce.hodosh_report import (PAPER_CLAIMS, cv_n_sig, cv_pairs, cv_span,
                                             gap_shares, label)
-from xmodal.reproduce.prose import value_range
+from xmodal.reproduce.render import span as value_range
 
 MAIN = ("nn", "bow1", "bow5", "tagrank", "tri5", "tri5sem")  # 224 px, 1,500 landmarks
 KCCA = MAIN[1:]

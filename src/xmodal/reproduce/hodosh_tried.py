@@ -9,7 +9,7 @@ renders the times those runs and the benchmarks recorded (``text_kernels.json``,
 from __future__ import annotations
 
 from xmodal.reproduce.hodosh_explore import EXPLORATIONS, USED, best, used_columns
-from xmodal.reproduce.prose import and_list
+from xmodal.reproduce.render import and_list
 
 TASKS = ("i2t", "t2i")
 

@@ -7,7 +7,7 @@ comparison in the prose is the one the tables below it show.
 
 from __future__ import annotations
 
-from xmodal.reproduce.prose import value_range
+from xmodal.reproduce.render import span as value_range
 
 ANNOTATOR_NAMES = {"dual": "the dual encoder", "hodosh-nn": "NN5",
                    "efficientnet-minilm-zeroshot": "the zero-shot bridge",

@@ -18,7 +18,7 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.reproduce.output import machine_text, read_json
-from xmodal.reproduce.prose import and_list, wrap
+from xmodal.reproduce.render import and_list, wrap
 
 # Rasiwasia et al. (2010): MAP (image query, text query) of Tables 3 and 4, and their setup.
 PAPER = {

@@ -1,0 +1,185 @@
+"""The one rendering layer of the generated reports: Markdown templates filled from named values
+after their claims are checked, a table of rows x metrics, and the small helpers of the prose
+(percentages, ranges, lists in words, wrapped paragraphs).
+
+A report is ``render_template(name, values, claims)``: ``templates/<name>.md`` holds the words,
+``values`` the numbers computed from the results JSON, and ``claims`` the conclusions the words
+state (``{"lite2_beats_lite0": r["lite2"] > r["lite0"]}``). When a claim no longer holds for the
+results being rendered, rendering stops with :class:`ClaimFailed`, and a person rewrites the
+sentence; the code never picks the verb.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import string
+import textwrap
+from collections.abc import Collection, Mapping, Sequence
+from importlib.resources import files
+
+from xmodal.errors import XmodalError
+from xmodal.eval import significance_render
+from xmodal.eval.compare import stars
+
+DAGGER = "†"
+TEMPLATES = "templates"
+
+
+class ClaimFailed(XmodalError):
+    """A report's template states a conclusion that the results being rendered contradict."""
+
+    def __init__(self, template: str, claim: str):
+        self.template, self.claim = template, claim
+        super().__init__(f"claim {claim!r} of the report template {template}.md does not hold for "
+                         f"these results: rewrite the sentence of templates/{template}.md that "
+                         f"states it (and the claim), then render again")
+
+
+def template_text(name: str) -> str:
+    """The text of ``templates/<name>.md`` shipped with the package."""
+    path = files("xmodal.reproduce").joinpath(TEMPLATES, f"{name}.md")
+    if not path.is_file():
+        raise XmodalError(f"no report template {name}.md in xmodal/reproduce/{TEMPLATES}/")
+    return path.read_text(encoding="utf-8")
+
+
+def check_claims(name: str, claims: Mapping[str, bool]) -> None:
+    """Raise :class:`ClaimFailed` for the first claim of template ``name`` that is false."""
+    for claim, holds in claims.items():
+        if not holds:
+            raise ClaimFailed(name, claim)
+
+
+def fill(template: str, values: Mapping[str, object], name: str = "<text>") -> str:
+    """``template`` with its ``{field}``s replaced (``str.format`` syntax); a field without a
+    value is an error naming it."""
+    fields = {f.split(".")[0].split("[")[0] for _, f, _, _ in string.Formatter().parse(template)
+              if f}
+    missing = sorted(fields - set(values))
+    if missing:
+        raise XmodalError(f"report template {name} needs values for {', '.join(missing)}")
+    return template.format_map(values)
+
+
+def render_template(name: str, values: Mapping[str, object],
+                    claims: Mapping[str, bool] | None = None) -> str:
+    """Check the ``claims`` and fill ``templates/<name>.md`` with ``values``."""
+    check_claims(name, claims or {})
+    return fill(template_text(name), values, f"{name}.md")
+
+
+# -- numbers --------------------------------------------------------------------------------------
+
+
+def pct(v: float | None, digits: int = 1, missing: str = "–") -> str:
+    """A fraction as a percentage without the sign: 0.2534 -> "25.3"; ``missing`` for None."""
+    return missing if v is None else f"{100 * v:.{digits}f}"
+
+
+def span(values, fmt: str = "{:.1f}", sep: str = "-") -> str:
+    """"lo-hi" of numbers as ``fmt`` prints them (one value if both print alike); "lo to hi"
+    when a printed bound is negative, so that the dash cannot read as a minus sign."""
+    lo, hi = fmt.format(min(values)), fmt.format(max(values))
+    if lo == hi:
+        return lo
+    return f"{lo} to {hi}" if "-" in lo + hi else f"{lo}{sep}{hi}"
+
+
+def gain_span(values) -> str:
+    """Gains as whole points, rounded outwards: "+2 to 3" (one number if both round alike)."""
+    lo, hi = math.floor(round(min(values), 1)), math.ceil(round(max(values), 1))
+    return f"{lo:+d}" if lo == hi else f"{lo:+d} to {hi:+d}".replace(" to +", " to ")
+
+
+def minutes(seconds: float) -> str:
+    """A duration in whole minutes (at least one): 1310.4 -> "22 minutes", 50 -> "1 minute"."""
+    m = max(1, round(seconds / 60))
+    return f"{m} minute{'s' * (m != 1)}"
+
+
+# -- words ----------------------------------------------------------------------------------------
+
+
+def wrap(text: str, prefix: str = "") -> list[str]:
+    """A paragraph or list item, wrapped at 96 columns under its marker; a token that would
+    start a list, heading or quote at the start of a line ("- w", "= 30", ">= 9") stays on the
+    line before."""
+    glued = re.sub(r" (?=(?:[-+*=]|#+|\d+[.)])(?: |$)|>)", "\xa0", text)
+    lines = textwrap.wrap(glued, 96, initial_indent=prefix, subsequent_indent=" " * len(prefix),
+                          break_long_words=False, break_on_hyphens=False)
+    return [line.replace("\xa0", " ") for line in lines]
+
+
+def and_list(items) -> str:
+    """ "a, b and c"."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# -- tables ---------------------------------------------------------------------------------------
+
+
+def md_row(cells: Sequence[object]) -> str:
+    """One Markdown table row: ``| a | b |``."""
+    return "| " + " | ".join(str(c) for c in cells) + " |"
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
+    """The lines of a Markdown table: header, ``|---|`` rule, one line per row."""
+    return [md_row(header), "|" + "---|" * len(header), *(md_row(r) for r in rows)]
+
+
+class Table:
+    """Rows x metrics as a Markdown table.
+
+    ``metrics`` are the keys of each row's values (strings, or tuples such as ``("i2t", "R@1")``
+    whose last part names the metric); ``names`` the column titles (default: the keys). Values
+    are fractions printed as percentages with ``digits`` decimals, except the metrics in ``raw``
+    (ranks), printed as numbers; None prints ``missing``. A row may carry significance marks per
+    metric, given as marks or as p-values (``*``/``**``/``***`` as :func:`xmodal.eval.compare.stars`).
+    """
+
+    def __init__(self, metrics: Sequence, names: Sequence[str] | None = None,
+                 label: str = "model", digits: int = 1, percent: bool = True,
+                 raw: Collection[str] = ("medR",), missing: str = "–"):
+        self.metrics, self.names = list(metrics), list(names or map(str, metrics))
+        self.label, self.digits, self.percent = label, digits, percent
+        self.raw, self.missing = raw, missing
+        self.rows: list[list[str]] = []
+
+    def cell(self, metric, value: float | None) -> str:
+        """One value as the table prints it."""
+        name = metric[-1] if isinstance(metric, tuple) else metric
+        if value is None:
+            return self.missing
+        if name in self.raw:
+            return f"{value:g}"
+        return pct(value, self.digits) if self.percent else f"{value:.{self.digits}f}"
+
+    def add(self, label: str, values: Mapping, marks: Mapping[object, str] | None = None,
+            p_values: Mapping[object, float | None] | None = None) -> Table:
+        """Append a row; returns the table."""
+        marks = dict(marks or {})
+        for m, p in (p_values or {}).items():
+            marks[m] = marks.get(m, "") + stars(p)
+        self.rows.append([label] + [self.cell(m, values.get(m)) + marks.get(m, "")
+                                    for m in self.metrics])
+        return self
+
+    def lines(self) -> list[str]:
+        return markdown_table([self.label, *self.names], self.rows)
+
+    def markdown(self) -> str:
+        return "\n".join(self.lines())
+
+    @classmethod
+    def from_significance(cls, result: dict, digits: int = 1) -> Table:
+        """The table of :func:`xmodal.eval.significance.compare_runs`'s JSON: runs x (direction,
+        metric), marked ``*`` / ``†`` where significantly better / worse than the baseline."""
+        t = significance_render.table(result, digits)
+        out = cls(t["columns"], [f"{d} {m}" for d, m in t["columns"]], label="Run")
+        for r in t["rows"]:
+            name = f"{r['run']} (baseline)" if r["baseline"] else r["run"]
+            out.rows.append([name] + [v + m for v, m in r["cells"]])
+        return out

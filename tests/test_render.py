@@ -1,0 +1,74 @@
+"""The rendering layer of the reports: claims stop a report whose conclusion flipped, templates
+are filled from named values, tables and number helpers print what the reports print."""
+
+import pytest
+
+from xmodal.errors import XmodalError
+from xmodal.reproduce.render import (ClaimFailed, Table, and_list, check_claims, fill, gain_span,
+                                     markdown_table, minutes, pct, render_template, span, wrap)
+
+
+def test_a_claim_that_flips_stops_the_rendering_and_names_itself():
+    res = {"lite2": 0.31, "lite0": 0.29}
+    check_claims("dual_encoder", {"lite2_beats_lite0": res["lite2"] > res["lite0"]})
+    res["lite2"] = 0.27
+    with pytest.raises(ClaimFailed, match="lite2_beats_lite0") as err:
+        check_claims("dual_encoder", {"held": True,
+                                      "lite2_beats_lite0": res["lite2"] > res["lite0"]})
+    assert err.value.claim == "lite2_beats_lite0" and err.value.template == "dual_encoder"
+    assert "templates/dual_encoder.md" in str(err.value)
+
+
+def test_fill_uses_the_named_values_and_names_a_missing_one():
+    text = "Lite2 reaches {r1} R@1 ({gain:+.1f} points), {{literal braces}}."
+    assert fill(text, {"r1": "31.0", "gain": 2.04}) == \
+        "Lite2 reaches 31.0 R@1 (+2.0 points), {literal braces}."
+    with pytest.raises(XmodalError, match="gain"):
+        fill(text, {"r1": "31.0"})
+
+
+def test_an_unknown_template_is_a_clear_error():
+    with pytest.raises(XmodalError, match="no report template"):
+        render_template("no_such_report", {})
+
+
+def test_numbers_print_as_the_reports_print_them():
+    assert pct(0.2534) == "25.3" and pct(0.2534, 2) == "25.34" and pct(None) == "–"
+    assert pct(None, missing="-") == "-"
+    assert span([0.2701, 0.2783], "{:.3f}") == "0.270-0.278"
+    assert span([1.04, 1.01]) == "1.0"
+    assert span([-1.2, 0.5]) == "-1.2 to 0.5"
+    assert span([3, 12], "{:.0f}", sep="–") == "3–12"
+    assert gain_span([2.3, 2.6]) == "+2 to 3" and gain_span([2.0, 2.0]) == "+2"
+    assert minutes(1310.4) == "22 minutes" and minutes(50) == "1 minute"
+    assert and_list(["a"]) == "a" and and_list(["a", "b", "c"]) == "a, b and c"
+
+
+def test_wrap_keeps_list_markers_off_the_start_of_a_line():
+    text = "word " * 18 + "- dash and >= 9 " + "more " * 20
+    lines = wrap(text, "* ")
+    assert all(len(line) <= 96 for line in lines) and lines[0].startswith("* word")
+    assert all(not line.lstrip().startswith(("-", ">")) for line in lines[1:])
+    assert " ".join(line.strip() for line in lines).replace("* ", "", 1) == " ".join(text.split())
+
+
+def test_markdown_table_and_table_with_percentages_ranks_and_marks():
+    assert markdown_table(["a", "b"], [[1, "x"]]) == ["| a | b |", "|---|---|", "| 1 | x |"]
+    t = Table([("i2t", "R@1"), ("i2t", "medR")], ["i2t R@1", "medR"])
+    t.add("lite0", {("i2t", "R@1"): 0.2534, ("i2t", "medR"): 4.0})
+    t.add("lite2", {("i2t", "R@1"): 0.31}, p_values={("i2t", "R@1"): 0.004})
+    assert t.lines() == ["| model | i2t R@1 | medR |", "|---|---|---|",
+                         "| lite0 | 25.3 | 4 |", "| lite2 | 31.0*** | – |"]
+    raw = Table(["AP"], digits=3, percent=False, label="System").add("full", {"AP": 0.41234},
+                                                                     marks={"AP": "†"})
+    assert raw.markdown() == "| System | AP |\n|---|---|\n| full | 0.412† |"
+
+
+def test_table_from_a_significance_result():
+    result = {"directions": ["t2i"], "metrics": ["R@1"], "baseline": "a",
+              "runs": [{"name": "a"}, {"name": "b"}],
+              "means": {"a": {"t2i": {"R@1": 0.2}}, "b": {"t2i": {"R@1": 0.25}}},
+              "comparisons": [{"run": "b", "direction": "t2i", "metric": "R@1",
+                               "significant": True, "better": True}]}
+    assert Table.from_significance(result).lines() == [
+        "| Run | t2i R@1 |", "|---|---|", "| a (baseline) | 20.0 |", "| b | 25.0* |"]
