@@ -206,7 +206,8 @@ def rss_mb(key: str = "VmRSS") -> float:
 def stage_search(args) -> None:
     import faiss
 
-    from xmodal.scale.ann_build import read_meta, recall_at
+    from xmodal.scale.ann_build import recall_at
+    from xmodal.scale.shards import read_ann_meta
     from xmodal.scale.ann_search import ShardIndex
 
     faiss.omp_set_num_threads(1)  # one query at a time on one thread: the server's setting
@@ -238,7 +239,7 @@ def stage_search(args) -> None:
     t0 = time.perf_counter()
     paths = index.paths(np.array(found[:100]).ravel())
     path_ms = (time.perf_counter() - t0) / 100 * 1000
-    meta = read_meta(ann_dir(args))
+    meta = read_ann_meta(ann_dir(args))
     good = [r for r in rows if r["recall_at_10"] >= 0.9]
     chosen = min(good, key=lambda r: r["p50_ms"]) if good else max(rows,
                                                                    key=lambda r: r["recall_at_10"])

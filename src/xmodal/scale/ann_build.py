@@ -35,8 +35,6 @@ import numpy as np
 from xmodal.errors import XmodalError
 from xmodal.scale import shards as sh
 
-FORMAT = "xmodal-ann"
-VERSION = 1
 FLAT_BELOW = 100_000
 DATA_FILE = "index.ivfdata"
 STAGES = ("train", "add", "merge", "eval")
@@ -119,23 +117,8 @@ def _sample(shards: sh.ShardSet, offsets: np.ndarray, n_train: int, n_query: int
     return np.concatenate(train), np.concatenate(query), q_ids
 
 
-def _meta_path(out: Path) -> Path:
-    return out / "ann.json"
-
-
-def read_meta(out: str | os.PathLike) -> dict[str, Any]:
-    path = _meta_path(Path(out))
-    if not path.is_file():
-        raise XmodalError(f"{out} is not an index folder (no ann.json); build one with "
-                          "'xmodal ann build SHARDS OUT'")
-    meta = json.loads(path.read_text())
-    if meta.get("format") != FORMAT or meta.get("version") != VERSION:
-        raise XmodalError(f"{path}: not an xmodal index of version {VERSION}")
-    return meta
-
-
 def _save_meta(out: Path, meta: dict[str, Any]) -> None:
-    sh.write_json_atomic(_meta_path(out), meta)
+    sh.write_json_atomic(sh.ann_meta_path(out), meta)
 
 
 def stage_train(shards: sh.ShardSet, out: Path, budget: int, factory: str | None,
@@ -168,7 +151,7 @@ def stage_train(shards: sh.ShardSet, out: Path, budget: int, factory: str | None
     _write_index(index, out / "trained.index")
     np.save(out / "queries.npy", query)  # the held-out sample, for the eval stage
     np.save(out / "query_ids.npy", q_ids)
-    meta = {"format": FORMAT, "version": VERSION, "model": shards.model_id,
+    meta = {"format": sh.ANN_FORMAT, "version": sh.ANN_VERSION, "model": shards.model_id,
             "model_spec": shards.manifests[0].model_spec, "dim": d, "vectors": n,
             "factory": chosen, "why": why, "nlist": nlist, "memory_budget_bytes": budget,
             "shards": files, "offsets": offsets.tolist(), "train_vectors": len(train),
@@ -200,7 +183,7 @@ def _add_one(out: str, shard: str, s: int, first_id: int, model: str, threads: i
 def stage_add(out: Path, jobs: int = 1, time_limit: float | None = None,
               progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
     """Add each shard not yet added; stops starting new shards after ``time_limit`` seconds."""
-    meta = read_meta(out)
+    meta = sh.read_ann_meta(out)
     (out / "blocks").mkdir(exist_ok=True)
     todo = [s for s in range(len(meta["shards"])) if not _block(out, s).is_file()]
     t0 = time.perf_counter()
@@ -222,7 +205,7 @@ def stage_add(out: Path, jobs: int = 1, time_limit: float | None = None,
                 done += 1
                 if progress:
                     progress(done, len(meta["shards"]))
-    meta = read_meta(out)
+    meta = sh.read_ann_meta(out)
     meta["stages"]["add_s"] = round(meta["stages"].get("add_s", 0) + time.perf_counter() - t0, 1)
     _save_meta(out, meta)
     return {"added": done, "shards": len(meta["shards"])}
@@ -231,7 +214,7 @@ def stage_add(out: Path, jobs: int = 1, time_limit: float | None = None,
 def stage_merge(out: Path, keep_blocks: bool = False) -> dict[str, Any]:
     import faiss
 
-    meta = read_meta(out)
+    meta = sh.read_ann_meta(out)
     blocks = [_block(out, s) for s in range(len(meta["shards"]))]
     missing = [b.name for b in blocks if not b.is_file()]
     if missing:
@@ -297,7 +280,7 @@ def stage_eval(out: Path, k: int = 10, target_recall: float = 0.9) -> dict[str, 
     """Recall@k of the held-out queries (their own id left out) at each nprobe."""
     from xmodal.scale.ann_search import ShardIndex
 
-    meta = read_meta(out)
+    meta = sh.read_ann_meta(out)
     shards = sh.open_shards(sorted({str(Path(f).parent) for f in meta["shards"]}))
     query, q_ids = np.load(out / "queries.npy"), np.load(out / "query_ids.npy")
     t0 = time.perf_counter()
@@ -355,15 +338,16 @@ def build_index(
                               "folder")
         stage_train(shards, out, budget, factory, queries, seed)
     else:
-        meta = read_meta(out)
+        meta = sh.read_ann_meta(out)
         sh.open_shards(list(folders) or sorted({str(Path(f).parent) for f in meta["shards"]}))
     if "add" in stages and not (out / "index.faiss").is_file():
         stage_add(out, jobs, time_limit, progress)
     if "merge" in stages and not (out / "index.faiss").is_file():
-        pending = [s for s in range(len(read_meta(out)["shards"])) if not _block(out, s).is_file()]
+        n_shards = len(sh.read_ann_meta(out)["shards"])
+        pending = [s for s in range(n_shards) if not _block(out, s).is_file()]
         if pending:
-            return read_meta(out)  # the add stage stopped at its time limit: run it again
+            return sh.read_ann_meta(out)  # the add stage stopped at its time limit: run it again
         stage_merge(out, keep_blocks)
-    if "eval" in stages and (out / "index.faiss").is_file() and "eval" not in read_meta(out):
+    if "eval" in stages and (out / "index.faiss").is_file() and "eval" not in sh.read_ann_meta(out):
         stage_eval(out, k, target_recall)
-    return read_meta(out)
+    return sh.read_ann_meta(out)

@@ -20,7 +20,6 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.scale import shards as sh
-from xmodal.scale.ann_build import read_meta
 
 _CWD_LOCK = threading.Lock()
 
@@ -62,7 +61,7 @@ class ShardIndex:
 
     def __init__(self, folder: str | os.PathLike, nprobe: int | None = None):
         self.folder = Path(folder).expanduser()
-        self.meta = read_meta(self.folder)
+        self.meta = sh.read_ann_meta(self.folder)
         self.model_id = self.meta["model"]
         self.dim = int(self.meta["dim"])
         self.index = _open_index(self.folder, bool(self.meta.get("nlist")))

@@ -31,6 +31,8 @@ VERSION = 1
 MANIFEST = "manifest.json"
 INPUTS = "inputs.parquet"
 DTYPES = ("float16", "float32")
+ANN_FORMAT = "xmodal-ann"  # an index folder of xmodal ann build (ann.json)
+ANN_VERSION = 1
 
 
 def shard_name(i: int) -> str:
@@ -202,3 +204,19 @@ def open_shards(folders: list[str | os.PathLike]) -> ShardSet:
             raise XmodalError(f"{p} is unfinished: {len(missing)} of {m.n_shards} shards missing "
                               f"(first {missing[0]}); run 'xmodal embed' on it again to finish")
     return ShardSet(paths, manifests)
+
+
+def ann_meta_path(folder: str | os.PathLike) -> Path:
+    return Path(folder) / "ann.json"
+
+
+def read_ann_meta(folder: str | os.PathLike) -> dict[str, Any]:
+    """The ``ann.json`` of an index folder built by ``xmodal ann build``."""
+    path = ann_meta_path(folder)
+    if not path.is_file():
+        raise XmodalError(f"{folder} is not an index folder (no ann.json); build one with "
+                          "'xmodal ann build SHARDS OUT'")
+    meta = json.loads(path.read_text())
+    if meta.get("format") != ANN_FORMAT or meta.get("version") != ANN_VERSION:
+        raise XmodalError(f"{path}: not an xmodal index of version {ANN_VERSION}")
+    return meta
