@@ -268,7 +268,7 @@ def test_official_split_numbers_reproduce(originals_root):
 
 def test_paired_bootstrap_and_gap_share_by_hand():
     from xmodal.reproduce.hodosh_originals import paired_bootstrap, selection_summary
-    from xmodal.reproduce.hodosh_report import gap_shares
+    from xmodal.reproduce.hodosh_summary import gap_shares
 
     hits_a = np.array([1, 1, 1, 0] * 25, dtype=float)  # R@K 0.75
     hits_b = np.array([1, 0, 1, 0] * 25, dtype=float)  # R@K 0.50

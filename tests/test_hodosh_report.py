@@ -8,10 +8,9 @@ from pathlib import Path
 import pytest
 from stored_results import stored
 
-from xmodal.reproduce.hodosh import report_text
-from xmodal.reproduce.hodosh_report import full_scale_reference, with_full_scale
-from xmodal.reproduce.hodosh_summary import (cost_bullet, exact_bullet, paper_bullet,
-                                             summary)
+from xmodal.reproduce.hodosh_report import report_text
+from xmodal.reproduce.hodosh_summary import (cost_bullet, exact_bullet, full_scale_reference,
+                                             paper_bullet, summary, with_full_scale)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"

@@ -1,8 +1,8 @@
 """The Hodosh report's "What was tried" and "Cost" sections render from the stored exploration
 (``xmodal reproduce hodosh --part explore``), and the best dev row is picked as documented."""
 
-from xmodal.reproduce.hodosh_explore import EXPLORATIONS, best
-from xmodal.reproduce.hodosh_tried import cost_section, tried_section
+from xmodal.reproduce.hodosh_tried import (LABELS, best, cost_section, tried_section,
+                                           used_columns)
 
 
 def _grid(kappas, scores):
@@ -37,11 +37,14 @@ def _exploration():
     run = {"command": "xmodal reproduce hodosh --part explore", "commit": "abc1234",
            "date": "2030-01-01T00:00:00+00:00"}
     results = {
-        "bow5-d3": {"dev": worse, "pivots": [1500, 1500], "fit_s": 20.0,
+        "bow5-d3": {"system": "bow5", "overrides": {"diag_factor": 3.0}, "dev": worse,
+                    "pivots": [1500, 1500], "fit_s": 20.0,
                     "kernel_blocks_s": {"train x 1500": 0.1}},
-        "bow5-3000-r3000": {"dev": better, "pivots": [3000, 3000], "fit_s": 90.0,
+        "bow5-3000-r3000": {"system": "bow5", "overrides": {"rank": 3000}, "dev": better,
+                            "pivots": [3000, 3000], "fit_s": 90.0,
                             "kernel_blocks_s": {"dev x 3000": 33.0}},
-        "tri5sem-d8": {"dev": better, "pivots": [1500, 1400], "fit_s": 30.0,
+        "tri5sem-d8": {"system": "tri5sem", "overrides": {"diag_factor": 8.0}, "dev": better,
+                       "pivots": [1500, 1400], "fit_s": 30.0,
                        "kernel_blocks_s": {"train x 1500": 0.2}},
     }
     return {**run, "results": results}, {"bow5": _selection(used), "tri5sem": _selection(used)}
@@ -53,7 +56,7 @@ def test_tried_section_renders_each_row_and_compares_it_with_the_used_setting():
     assert "`xmodal reproduce hodosh --part explore` (commit `abc1234`, 2030-01-01)" in md
     assert ("| p = 2, d = 1, kappa in {0.1, 0.5, 1, 5} (used) | 1 / 1 | 12.0 | 20.0 | 12.0 | "
             "20.0 | 4.0 / 4.0 | as registered |") in md
-    assert f"| {EXPLORATIONS['bow5-d3'][2]} | 5 / 5 | 10.0 | 16.0 | 10.0 | 16.0 |" in md
+    assert f"| {LABELS['bow5-d3']} | 5 / 5 | 10.0 | 16.0 | 10.0 | 16.0 |" in md
     # mean of the four cells: used 16.0, d = 3 13.0, rank 3,000 18.0
     assert "against the used BoW5 setting (16.0): text diagonal factor d = 3 -3.0 and" in md
     assert "3,000 image landmarks, rank 3,000 +2.0" in md
@@ -93,8 +96,6 @@ def test_best_agrees_with_the_single_model_each_system_chose_in_the_main_run():
     """The main run recorded each KCCA system's single best dev setting (``best_single``)."""
     import json
     from pathlib import Path
-
-    from xmodal.reproduce.hodosh_explore import used_columns
 
     stored = Path(__file__).resolve().parents[1] / "benchmarks/results/hodosh_reproduction.json"
     selection = json.loads(stored.read_text())["results"]["selection"]

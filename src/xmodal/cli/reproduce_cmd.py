@@ -200,48 +200,43 @@ def hodosh(
       xmodal reproduce hodosh --part originals --systems bow5 --conditions 224,originals
       --out /tmp/h --report /tmp/h/hodosh.md
     """
+    from xmodal.reproduce.hodosh_report import (plot_recall_curves, report_text,
+                                                write_originals_section)
+    from xmodal.reproduce.output import read_json
+
+    if part not in ("main", "originals", "originals-report", "explore", "report"):
+        raise typer.BadParameter(f"unknown part {part!r}; choose main, originals, "
+                                 "originals-report, explore or report", param_hint="--part")
     if part in ("originals", "originals-report"):
         from xmodal.reproduce.hodosh_originals import RESULT
         from xmodal.reproduce.hodosh_originals import reproduce as originals_run
-        from xmodal.reproduce.hodosh_report import write_originals_section
-        from xmodal.reproduce.output import read_json
 
-        if part == "originals-report":
-            payload = read_json(out / f"{RESULT}.json")
-            if not payload:
-                raise typer.BadParameter(f"no {RESULT}.json in {out}; run --part originals")
-            main = read_json(out / "hodosh_reproduction.json") or read_json(
-                RESULTS / "hodosh_reproduction.json")
-            write_originals_section(report, payload, main)
-        else:
-            cmd = _command("hodosh", part=part, systems=systems, conditions=conditions,
-                           originals=originals)
+        if part == "originals":
             originals_run(originals, _names(systems), _names(conditions), data=data, out=out,
-                          report=report, command=cmd)
-        console.print(f"wrote {report}")
-        return
-    if part == "report":
-        from xmodal.reproduce.hodosh import report_text
-
-        report.write_text(report_text(out))
+                          command=_command("hodosh", part=part, systems=systems,
+                                           conditions=conditions, originals=originals))
+        payload = read_json(out / f"{RESULT}.json")
+        if not payload:
+            raise typer.BadParameter(f"no {RESULT}.json in {out}; run --part originals")
+        main = read_json(out / "hodosh_reproduction.json") or read_json(
+            RESULTS / "hodosh_reproduction.json")
+        write_originals_section(report, payload, main)
         console.print(f"wrote {report}")
         return
     if part == "explore":
         from xmodal.reproduce.hodosh_explore import reproduce as explore_run
 
-        explore_run(_names(systems), data, out, report,
-                    _command("hodosh", part=part, systems=systems))
-        console.print(f"wrote {report} and {out / 'hodosh_exploration.json'}")
-        return
-    if part != "main":
-        raise typer.BadParameter(f"unknown part {part!r}; choose main, originals, "
-                                 "originals-report, explore or report", param_hint="--part")
-    from xmodal.reproduce.hodosh import reproduce
+        explore_run(_names(systems), data, out, _command("hodosh", part=part, systems=systems))
+        console.print(f"wrote {out / 'hodosh_exploration.json'}")
+    if part == "main":
+        from xmodal.reproduce.hodosh import reproduce
 
-    cmd = _command("hodosh", systems=systems, singles=None if singles is None else repr(singles),
-                   extra=extra)
-    reproduce(_names(systems), _names(singles), data, out, report, figures,
-              extra.read_text() if extra else "", cmd)
+        cmd = _command("hodosh", systems=systems,
+                       singles=None if singles is None else repr(singles), extra=extra)
+        res = reproduce(_names(systems), _names(singles), data, out, cmd)
+        plot_recall_curves(res, figures / "hodosh_recall_at_k.png")
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(report_text(out, extra.read_text() if extra and part == "main" else ""))
     console.print(f"wrote {report}")
 
 

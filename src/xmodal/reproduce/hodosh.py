@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from xmodal.errors import XmodalError
 from xmodal.eval.compare import compare
 from xmodal.eval.metrics import retrieval_metrics
 from xmodal.reproduce.output import log
@@ -167,59 +166,20 @@ def correlations(res: dict, systems: list[str]) -> dict:
     return out
 
 
-def reproduce(systems=None, singles=None, data=None, out=None, report=None, figures=None,
-              extra: str = "", command: str = "xmodal reproduce hodosh") -> dict:
-    """Evaluate, write ``hodosh_reproduction.json`` (every number but the per-query ranks), the
-    R@K figure and the report."""
+def reproduce(systems=None, singles=None, data=None, out=None,
+              command: str = "xmodal reproduce hodosh") -> dict:
+    """Evaluate and write ``hodosh_reproduction.json`` (every number but the per-query ranks);
+    returns the results with the per-query ranks (``_gold_ranks``) for the R@K figure."""
     import json
-    from pathlib import Path
 
     from xmodal.provenance import git_commit
-    from xmodal.reproduce.hodosh_report import plot_recall_curves
-    from xmodal.reproduce.output import REPORTS, RESULTS, record, utc_now
+    from xmodal.reproduce.output import RESULTS, record, utc_now
 
     systems = list(systems or DEFAULT_SYSTEMS)
     singles = [s for s in systems if s != "nn"] if singles is None else list(singles)
     res = evaluate(systems + [f"{s}@single" for s in singles], data)
     res["date"], res["git_commit"] = utc_now(), git_commit()
-    if figures is not None:
-        plot_recall_curves(res, Path(figures) / "hodosh_recall_at_k.png")
     saved = json.loads(json.dumps({k: v for k, v in res.items() if not k.startswith("_")},
                                   default=float))
     record("hodosh_reproduction", saved, command, out or RESULTS)
-    report = Path(report or REPORTS / "hodosh.md")
-    report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(report_text(out or RESULTS, extra))
-    log(f"wrote {report}")
     return res
-
-
-def report_text(results_dir=None, extra: str = "") -> str:
-    """``reports/hodosh.md`` from the stored results: ``hodosh_reproduction.json`` and, where
-    recorded, ``hodosh_originals.json`` and the KCCA cost benchmarks, read from ``results_dir``
-    and else from the repository's ``benchmarks/results``."""
-    from pathlib import Path
-
-    from xmodal.reproduce.hodosh_report import render, with_full_scale
-    from xmodal.reproduce.hodosh_tried import cost_section, tried_section
-    from xmodal.reproduce.hodosh_summary import summary
-    from xmodal.reproduce.output import RESULTS, read_json
-
-    def stored(name: str) -> dict:
-        return read_json(Path(results_dir or RESULTS) / f"{name}.json") or read_json(
-            RESULTS / f"{name}.json")
-
-    main = stored("hodosh_reproduction")
-    if not main:
-        raise XmodalError(f"no hodosh_reproduction.json in {results_dir or RESULTS}; run "
-                          "xmodal reproduce hodosh")
-    res = main["results"]
-    originals = stored("hodosh_originals") or None  # its section, if it was run
-    if originals:  # compared with this report's own 8K numbers
-        originals = with_full_scale(originals, main)
-    costs = {name: stored(name) for name in ("kcca_train", "kcca_exact")}
-    explored = stored("hodosh_exploration")
-    return render(res, main["command"], extra, originals, summary(res, originals, costs),
-                  tried_section(explored, res.get("selection", {})),
-                  cost_section(explored, stored("text_kernels"),
-                               stored("visual_words_determinism")))

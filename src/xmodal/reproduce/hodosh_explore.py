@@ -19,22 +19,18 @@ import time
 
 from xmodal.reproduce.output import log
 
-# name -> (registered system, overrides of its hyperparameters, label in the report)
-EXPLORATIONS: dict[str, tuple[str, dict, str]] = {
-    "bow5-kappa-large": ("bow5", {"kappas": [10.0, 25.0, 100.0, 300.0]},
-                         "kappa = 10 / 25 / 100 / 300"),
-    "bow5-d3": ("bow5", {"diag_factor": 3.0}, "text diagonal factor d = 3"),
-    "bow5-p3": ("bow5", {"power": 3.0}, "image kernel cubed, p = 3"),
-    "bow5-750": ("bow5", {"n_landmarks": 750}, "750 instead of 1,500 image landmarks"),
-    "bow5-3000": ("bow5", {"n_landmarks": 3000}, "3,000 image landmarks, rank 1,500"),
-    "bow5-3000-r3000": ("bow5", {"n_landmarks": 3000, "rank": 3000},
-                        "3,000 image landmarks, rank 3,000"),
-    "tri5sem-d1": ("tri5sem", {"diag_factor": 1.0}, "d = 1"),
-    "tri5sem-d2": ("tri5sem", {"diag_factor": 2.0}, "d = 2"),
-    "tri5sem-d8": ("tri5sem", {"diag_factor": 8.0}, "d = 8"),
+# name -> (registered system, overrides of its hyperparameters)
+EXPLORATIONS: dict[str, tuple[str, dict]] = {
+    "bow5-kappa-large": ("bow5", {"kappas": [10.0, 25.0, 100.0, 300.0]}),
+    "bow5-d3": ("bow5", {"diag_factor": 3.0}),
+    "bow5-p3": ("bow5", {"power": 3.0}),
+    "bow5-750": ("bow5", {"n_landmarks": 750}),
+    "bow5-3000": ("bow5", {"n_landmarks": 3000}),
+    "bow5-3000-r3000": ("bow5", {"n_landmarks": 3000, "rank": 3000}),
+    "tri5sem-d1": ("tri5sem", {"diag_factor": 1.0}),
+    "tri5sem-d2": ("tri5sem", {"diag_factor": 2.0}),
+    "tri5sem-d8": ("tri5sem", {"diag_factor": 8.0}),
 }
-USED = {"bow5": "p = 2, d = 1, kappa in {0.1, 0.5, 1, 5} (used)",
-        "tri5sem": "d = 4 (used)"}
 # landmark counts whose image kernel is sliced from the cached kernel over all training images
 SLICED = 3000
 
@@ -61,7 +57,7 @@ def explore(names=None, data=None, command: str = "") -> dict:
     sliced = dataclasses.replace(hd, kernel_ids=list(hd.train_ids))
     out = {}
     for name in names or EXPLORATIONS:
-        base, over, _ = EXPLORATIONS[name]
+        base, over = EXPLORATIONS[name]
         params = {**get_setting(f"hodosh-{base}").params, **over}
         if over.get("rank", 0) > max(params["n_grid"]):
             params["n_grid"] = list(n_grid_for(over["rank"]))
@@ -83,42 +79,17 @@ def explore(names=None, data=None, command: str = "") -> dict:
     return out
 
 
-def best(columns: dict, task: str, kappa: float | None = None) -> dict:
-    """The single best dev setting (:func:`xmodal.models.hodosh.best_dev_row`) of a dev grid in
-    :func:`grid_columns`' layout, among all kappas or one: ``{"kappa", "n", "R@1", "R@5",
-    "R@10", "medR"}``."""
-    from xmodal.models.hodosh import best_dev_row
-
-    m = columns[task]
-    rows = [{"kappa": k, "n": n, task: {key: m[key][i] for key in m}}
-            for i, (k, n) in enumerate(zip(columns["kappa"], columns["n"]))
-            if kappa is None or k == kappa]
-    row = best_dev_row(rows, task)
-    return {"kappa": row["kappa"], "n": row["n"],
-            **{k: row[task][k] for k in ("R@1", "R@5", "R@10", "medR")}}
-
-
-def used_columns(selection: dict) -> dict:
-    """The main run's dev selection of one system in :func:`grid_columns`' layout."""
-    return {"kappa": selection["candidates"]["kappa"], "n": selection["candidates"]["n"],
-            **{task: selection[task]["dev"] for task in ("i2t", "t2i")}}
-
-
-def reproduce(names=None, data=None, out=None, report=None,
+def reproduce(names=None, data=None, out=None,
               command: str = "xmodal reproduce hodosh --part explore") -> dict:
-    """Run the explorations, write ``hodosh_exploration.json`` to ``out`` and rewrite the
-    report (every section, from the stored results)."""
+    """Run the explorations and write ``hodosh_exploration.json`` to ``out`` (kept runs of the
+    other explorations stay)."""
     from pathlib import Path
 
-    from xmodal.reproduce.hodosh import report_text
-    from xmodal.reproduce.output import REPORTS, RESULTS, read_json, record
+    from xmodal.reproduce.output import RESULTS, read_json, record
 
     path = Path(out or RESULTS) / "hodosh_exploration.json"
     kept = (read_json(path) or {}).get("results", {})
     results = {**kept, **explore(names, data, command)}
     record("hodosh_exploration", {k: results[k] for k in EXPLORATIONS if k in results}, command,
            out or RESULTS)
-    report = Path(report or REPORTS / "hodosh.md")
-    report.write_text(report_text(out or RESULTS))
-    log(f"wrote {report}")
     return results

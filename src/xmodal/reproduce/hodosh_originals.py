@@ -419,13 +419,12 @@ def prime(ds: dict, conditions: Sequence[str]) -> dict[str, float]:
 
 def reproduce(originals: str | Path | None = None, systems: Sequence[str] | None = None,
               conditions: Sequence[str] | None = None, folds: int = FOLDS, data=None,
-              out=None, report=None, command: str = "xmodal reproduce hodosh --part originals"
-              ) -> dict:
-    """Run everything, write ``hodosh_originals.json`` and the report's section from it."""
+              out=None, command: str = "xmodal reproduce hodosh --part originals") -> dict:
+    """Run everything and write ``hodosh_originals.json``; the report compares it with the
+    8K numbers of ``hodosh_reproduction.json`` when it renders."""
     import json
 
-    from xmodal.reproduce.hodosh_report import full_scale_reference, write_originals_section
-    from xmodal.reproduce.output import REPORTS, RESULTS, record
+    from xmodal.reproduce.output import RESULTS, record
 
     systems = list(systems or DEFAULT_SYSTEMS)
     conditions = list(conditions or CONDITIONS)
@@ -438,11 +437,6 @@ def reproduce(originals: str | Path | None = None, systems: Sequence[str] | None
                  "reference": REFERENCE, "folds": folds, "min_yes_fraction": MIN_YES,
                  "images": image_sizes(ds),
                  "params": {s: system_params(s, "pyramid-native", 753) for s in systems}}
-    from xmodal.reproduce.output import read_json
-
-    stored = read_json(Path(out or RESULTS) / "hodosh_reproduction.json") or read_json(
-        RESULTS / "hodosh_reproduction.json")
-    res["full_scale"] = full_scale_reference(stored)
     res["timings"] = {"features_s": prime(ds, conditions)}
     res.update(evaluate(ds, systems, conditions, folds))
     t1 = time.time()
@@ -452,6 +446,4 @@ def reproduce(originals: str | Path | None = None, systems: Sequence[str] | None
     saved = json.loads(json.dumps(res, default=float))
     path = record(RESULT, saved, command, out or RESULTS)
     log(f"wrote {path}")
-    write_originals_section(Path(report or REPORTS / "hodosh.md"), json.loads(path.read_text()),
-                            stored)
     return res

@@ -1,4 +1,5 @@
-"""The Summary of ``reports/hodosh.md``: each number and ordering it states, read from the results.
+"""The prose of ``reports/hodosh.md`` (the Summary and the originals' conclusion): each number
+and ordering it states, read from the results, and the report's names of systems and paper claims.
 
 :func:`summary` takes the result dict of :func:`xmodal.reproduce.hodosh.evaluate`, the
 ``hodosh_originals.json`` payload and the KCCA cost benchmarks (both optional), so a rerun that
@@ -10,9 +11,285 @@ from __future__ import annotations
 
 import math
 
-from xmodal.reproduce.hodosh_report import (PAPER_CLAIMS, cv_n_sig, cv_pairs, cv_span,
-                                            gap_shares, label)
 from xmodal.reproduce.render import span as value_range
+
+LABELS = {
+    "nn": "NN (NN5 idf-F1)",
+    "bow1": "BoW1",
+    "bow5": "BoW5",
+    "tagrank": "TagRank",
+    "tri5": "Tri5",
+    "tri5sem": "Tri5Sem",
+    "tri5sem-effnet": "Tri5Sem + EfficientNet-Lite0",
+    "bow5-effnet": "BoW5 + EfficientNet-Lite0",
+    "tri5-landmarks": "Tri5, text kernel vs landmarks (like Tri5Sem, d = 1)",
+    "tri5sem-full": "Tri5Sem, exact kernels (all 6,000 training images, rank 3,000)",
+    "bow5-full": "BoW5, exact kernels (rank 3,000)",
+    "tagrank-full": "TagRank, exact kernels (rank 3,000)",
+    "tri5-full": "Tri5, exact kernels (rank 3,000)",
+    "bow5-112": "BoW5 on 112x112 images (resolution ablation)",
+    "bow5-448": "BoW5 on images enlarged to 448x448 (descriptor scale of the originals)",
+    "tri5sem-448": "Tri5Sem on images enlarged to 448x448",
+    "tri5sem-448-full": "Tri5Sem, 448x448, exact kernels (rank 3,000)",
+    "bow5-448-full": "BoW5, 448x448, exact kernels (rank 3,000)",
+    "tagrank-448-full": "TagRank, 448x448, exact kernels (rank 3,000)",
+    "tri5-448-full": "Tri5, 448x448, exact kernels (rank 3,000)",
+}
+def label(s: str) -> str:
+    """The report's name of a system (``NAME@single``: its single best dev model)."""
+    base = s.removesuffix("@single")
+    return LABELS[base] + (" (single best dev model)" if s.endswith("@single") else "")
+
+
+# each number the paper's text states: (claim, paper value, where ours is in the results)
+PAPER_CLAIMS = [
+    ("Annotation R@1, Tri5Sem", 8.3, ("flickr8k-hodosh", "i2t", "tri5sem", "R@1")),
+    ("Annotation R@1, BoW5", 6.2, ("flickr8k-hodosh", "i2t", "bow5", "R@1")),
+    ("Annotation R@1, TagRank", 6.0, ("flickr8k-hodosh", "i2t", "tagrank", "R@1")),
+    ("Annotation S@10, Tri5Sem", 49.1, ("flickr8k-hodosh-crowd", "i2t", "tri5sem", "R@10")),
+    ("Search S@10, Tri5Sem", 48.5, ("flickr8k-hodosh-crowd", "t2i", "tri5sem", "R@10")),
+    ("Annotation R-precision, Tri5", 11.6, ("flickr8k-hodosh-crowd", "i2t", "tri5", "R-P")),
+    ("Search R-precision, Tri5", 11.0, ("flickr8k-hodosh-crowd", "t2i", "tri5", "R-P")),
+    ("Annotation R-precision, Tri5Sem", 13.4,
+     ("flickr8k-hodosh-crowd", "i2t", "tri5sem", "R-P")),
+    ("Search R-precision, Tri5Sem", 13.7, ("flickr8k-hodosh-crowd", "t2i", "tri5sem", "R-P")),
+    ("Tri5Sem top caption expert = 4.0 (% images)", 11.0, ("expert", "tri5sem", ">=4.0")),
+    ("Tri5Sem top caption expert >= 2.66 (% images)", 28.1, ("expert", "tri5sem", ">=2.66")),
+]
+
+
+def gap_shares(res: dict) -> list[dict]:
+    """Each paper claim with two estimates of what the originals would give on the 8K pools.
+
+    (a) our exact-kernel 224-px number (``-full``) times the cross-validated ratio originals /
+    224; its calibration: the same rule for the 448-px enlargement (``-full`` x ratio 224@448 /
+    224) against the measured ``-448-full`` number. (b) the measured ``-448-full`` number times
+    the ratio originals / 224@448. ``share``: the part of the gap (paper - ours) an estimate
+    closes, with the ratio's 95% interval."""
+    rows = []
+    for c in res.get("full_scale", {}).get("claims", []):
+        protocol, rel = c["controlled"]
+        per = res["effects"][protocol][rel][c["direction"]].get(c["system"], {})
+        vs448 = res.get("against_enlarged", {}).get(protocol, {}).get(rel, {}).get(
+            c["direction"], {}).get(c["system"])
+        gap = c["paper"] - c["ours"]
+        row = dict(c)
+        for name, base, eff in (("a", c.get("ours_full"), per.get("originals")),
+                                ("calibration", c.get("ours_full"), per.get("224@448")),
+                                ("b", c.get("ours_448_full"), vs448 and vs448["effect"])):
+            if base is None or eff is None:
+                continue
+            r = eff[c["metric"]]
+            est = [base * x for x in (r["ratio"], *r["ratio_ci"])]
+            row[name] = {"ratio": r["ratio"], "estimate": est,
+                         "share": [(x - c["ours"]) / gap for x in est]}
+        rows.append(row)
+    return rows
+
+
+
+def cv_pairs(res: dict) -> list[tuple[str, str]]:
+    """(system, direction) pairs of a ``hodosh_originals.json`` result."""
+    return [(s, d) for s in res["systems"] for d in ("i2t", "t2i")]
+
+
+def cv_span(res: dict, copy: str, metric: str, scale: float = 100.0) -> tuple[float, float]:
+    """Smallest and largest cross-validated difference ``copy`` - 224 over the pairs."""
+    eff = res["effects"]["cv"]["gold"]
+    v = [scale * eff[d][s][copy][metric]["diff"] for s, d in cv_pairs(res)]
+    return min(v), max(v)
+
+
+def cv_n_sig(res: dict, copy: str, metric: str, rel: str = "gold") -> int:
+    """In how many pairs ``copy`` differs from 224 at p <= 0.05 (cross-validation)."""
+    test = "rank" if metric == "medR" else metric
+    sig = res["significance"]["cv"][rel]
+    return sum(sig[d][s][copy][test] <= 0.05 for s, d in cv_pairs(res))
+
+
+def kappa_sentence(res: dict) -> str:
+    """Which kappa the cross-validated dev selection chose most often, per copy."""
+    sel = res.get("selection", {}).get("cv", {})
+    share: dict[str, dict[str, float]] = {}
+    for per in sel.values():
+        for copy, t in per.items():
+            for d in ("i2t", "t2i"):
+                for k, v in t[d]["kappa_share"].items():
+                    share.setdefault(copy, {}).setdefault(k, 0.0)
+                    share[copy][k] += v
+    if not share:
+        return ""
+    top = {c: max(v, key=v.get) for c, v in share.items()}
+    largest = max((k for v in share.values() for k in v), key=float)
+    if len(set(top.values())) == 1:
+        k = next(iter(top.values()))
+        what = (f"kappa = {float(k):g}" + (", the largest of the paper's grid," if k == largest
+                                           else "") + " is the most frequent choice for every "
+                "copy")
+    else:
+        what = "the most frequent kappa: " + ", ".join(f"{c} {float(k):g}"
+                                                       for c, k in top.items())
+    return (f"The dev selection's choices of (kappa, n) per copy are in the table below ({what}; "
+            "larger kappas were worse on the 8K dev pool, see 'What was tried').")
+
+
+def originals_conclusion(res: dict) -> list[str]:
+    """The plain statement: what resolution does, what the controls say, what remains."""
+    ref, eff = res["reference"], res["effects"]["cv"]["gold"]
+    pairs = cv_pairs(res)
+
+    def span(copy: str, metric: str, scale: float = 100.0) -> tuple[float, float]:
+        return cv_span(res, copy, metric, scale)
+
+    def n_sig(copy: str, metric: str) -> int:
+        return cv_n_sig(res, copy, metric)
+
+    def ratios(copy: str, metric: str) -> tuple[float, float]:
+        v = [eff[d][s][copy][metric]["ratio"] for s, d in pairs]
+        return min(v), max(v)
+
+    n = len(pairs)
+    r10, r1, med = span("originals", "R@10"), span("originals", "R@1"), span("originals", "medR", 1)
+    q10 = ratios("originals", "R@10")
+    real = r10[0] > 0 and n_sig("originals", "R@10") * 2 >= n
+    official = res["significance"].get("official", {}).get("gold", {})
+    n_official = sum(official[d][s]["originals"]["R@10"] <= 0.05 for s, d in pairs
+                     if "originals" in official.get(d, {}).get(s, {}))
+    L = ["\n#### Conclusion\n",
+         ("* **Resolution matters, and the effect is real but moderate.** " if real else
+          "* **Resolution: what the originals change.** ")
+         + "On the same photos, with everything else equal, the originals "
+         + ("beat" if r10[0] > 0 else "differ from")
+         + " our 224-px copies in the "
+         f"cross-validation by {r10[0]:+.1f} to {r10[1]:+.1f} points of R@10 (ratio "
+         f"{q10[0]:.2f}-{q10[1]:.2f}; p <= 0.05 in {n_sig('originals', 'R@10')} of {n} "
+         f"system x task pairs) and {med[0]:+.0f} to {med[1]:+.0f} places of median rank "
+         f"(p <= 0.05 in {n_sig('originals', 'medR')} of {n}); R@1 moves by {r1[0]:+.1f} to "
+         f"{r1[1]:+.1f} points (p <= 0.05 in {n_sig('originals', 'R@1')} of {n}). On the "
+         "official split of the set (125 queries per task) "
+         f"{n_official} of the {n} R@10 differences reach p <= 0.05."]
+    agree = res["features"]["agreement"].get(ref, {}).get("originals")
+    if agree:
+        hist = res["features"]["shared_codebook"]
+        feats = sorted((f for f in agree if f != "combined"), key=lambda f: agree[f]["pearson"])
+        L.append("* **What resolution changes in the features**: "
+                 + ", ".join(f"{f} (kernel correlation {agree[f]['pearson']:.2f}, "
+                             f"{100 * agree[f]['top10_overlap']:.0f}% of the 10 nearest "
+                             f"neighbours kept, same-photo histogram intersection "
+                             f"{hist[f]['same_image']:.2f})" for f in feats)
+                 + " between the originals and our copies: the fine-grained descriptors move "
+                 "most, colour hardly at all.")
+    if "originals@224" in res["conditions"]:
+        a = span("originals@224", "R@10")
+        same = n_sig("originals@224", "R@10") == 0
+        L.append(("* **The re-encode itself costs nothing measurable.** The originals shrunk to "
+                  "224x224 here behave like our copies" if same else
+                  "* **The re-encode.** The originals shrunk to 224x224 here against our copies")
+                 + f" (R@10 {a[0]:+.1f} to {a[1]:+.1f} points; p <= 0.05 "
+                 f"in {n_sig('originals@224', 'R@10')} of {n} pairs, its kernel correlates "
+                 f"{res['features']['agreement'][ref]['originals@224']['combined']['pearson']:.3f}"
+                 " with ours)" + (": what our copies lose is the detail of the larger images, "
+                                  "not JPEG quality or the aspect ratio." if same else "."))
+    if "224@448" in res["conditions"]:
+        a, st = span("224@448", "R@10"), res["features"]["kernel_stats"]
+        agree = res["features"]["agreement"]
+        L.append(f"* **Restoring the scale is not restoring the detail.** Our copies enlarged to "
+                 f"448x448 get the originals' kernel statistics (combined kernel: off-diagonal "
+                 f"mean {st['224@448']['combined']['mean_offdiag']:.3f} vs "
+                 f"{st['originals']['combined']['mean_offdiag']:.3f} for the originals and "
+                 f"{st[ref]['combined']['mean_offdiag']:.3f} for ours; effective dimension "
+                 f"{st['224@448']['combined']['effective_dim']:.0f} vs "
+                 f"{st['originals']['combined']['effective_dim']:.0f} and "
+                 f"{st[ref]['combined']['effective_dim']:.0f}) and a kernel closer to theirs "
+                 f"(Pearson {agree['originals']['224@448']['combined']['pearson']:.3f} against "
+                 f"{agree['originals'][ref]['combined']['pearson']:.3f}), but only "
+                 f"{a[0]:+.1f} to {a[1]:+.1f} points of R@10 (p <= 0.05 in "
+                 f"{n_sig('224@448', 'R@10')} of {n}). So the originals' gain is not a kernel "
+                 "scale or normalisation that a setting could restore. " + kappa_sentence(res)
+                 + " There is no cheap fix for the 8K reproduction: it needs the original "
+                 "photos.")
+    vs = res.get("against_enlarged", {}).get("cv", {}).get("gold", {})
+    if vs:
+        d10 = [100 * vs[d][s]["effect"]["R@10"]["diff"] for s, d in pairs]
+        n10 = sum(vs[d][s]["p"]["R@10"] <= 0.05 for s, d in pairs)
+        nmed = sum(vs[d][s]["p"]["rank"] <= 0.05 for s, d in pairs)
+        L.append(f"* **The originals also beat the enlargement**: {min(d10):+.1f} to "
+                 f"{max(d10):+.1f} points of R@10 over `224@448` (p <= 0.05 in {n10} of {n} "
+                 f"pairs; median rank in {nmed} of {n}).")
+    rows = [r for r in gap_shares(res) if "a" in r and "b" in r]
+    if rows:
+        def shares(pred) -> list[float]:
+            return [100 * r[k]["share"][0] for r in rows if pred(r) for k in ("a", "b")]
+
+        def span(v: list[float]) -> str:
+            return f"{min(v):.0f}-{max(v):.0f}%"
+
+        def join(parts: list[str]) -> str:
+            return ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+
+        names = {"R@10": "S@10", "R-P": "R-precision", "R@1": "annotation R@1"}
+        main = [(names[m], shares(lambda r, m=m: r["system"] == "tri5sem" and r["metric"] == m))
+                for m in ("R@10", "R-P", "R@1")]
+        main = [(n, v) for n, v in main if v]
+        other = shares(lambda r: r["system"] != "tri5sem")
+        short = [r for r in rows if "calibration" in r and r["calibration"]["estimate"][0]
+                 < r["ours_448_full"]]
+        L.append("* **How much of the gap to the paper resolution explains** (estimates; table "
+                 "below). For Tri5Sem, the paper's best system, the originals would close "
+                 + join([f"{span(v)} of the {n} gaps" for n, v in main])
+                 + (f"; for the other claims (R@1 of BoW5 and TagRank, R-precision of Tri5) "
+                    f"{span(other)}" if other else "")
+                 + ". Each range spans the two estimates: (a) scales our 224-px 8K numbers by "
+                 "the originals' ratio and understates the known 448-px effect in "
+                 f"{len(short)} of {len([r for r in rows if 'calibration' in r])} claims; (b) "
+                 "scales our measured 448-px 8K numbers by the originals' ratio over the "
+                 "enlargement. Their 95% intervals are wide (pools of 125).")
+        rest = [(n, [100 - x for x in v]) for n, v in main]
+        exact_share = max(100 * (r["ours_full"] - r["ours"]) / (r["paper"] - r["ours"])
+                          for r in rows if r.get("ours_full") is not None)
+        L.append("* **What remains** for Tri5Sem: "
+                 + join([f"{span(v)} of the {n} gaps" for n, v in rest])
+                 + f". The KCCA is not it (exact kernels close at most {exact_share:.0f}% of "
+                 "a gap, `-full` rows), nor the re-encode, the kernel scale or the dev selection "
+                 "(above). The candidates we cannot test without the paper's materials are the "
+                 "lost texture filter bank (ours is an oriented-edge bank), codebooks learned on "
+                 "PASCAL rather than Flickr8K, the BNC statistics behind Tri5Sem (GloVe here) "
+                 "and details of the caption preprocessing.")
+    return L
+
+
+def full_scale_reference(stored: dict) -> dict:
+    """Each paper claim next to our full 8K number (from a ``hodosh_reproduction.json`` record)
+    and where the controlled runs measure the same metric (cross-validation, pooled)."""
+    metrics = stored.get("results", {}).get("metrics", {})
+    out = []
+    for text, paper, key in PAPER_CLAIMS:
+        if key[0] == "expert":
+            continue  # no expert judgments inside the small pools
+        protocol, d, system, metric = key
+        ours = metrics.get(protocol, {}).get(d, {}).get(system, {}).get(metric)
+        if ours is None:
+            continue
+        row = {"claim": text, "paper": paper, "ours": 100 * ours, "system": system,
+               "direction": d, "metric": metric,
+               "controlled": ["cv", "crowd" if protocol.endswith("crowd") else "gold"]}
+        for tag in ("full", "448-full"):  # exact kernels at 224 px and at 448 px
+            v = metrics.get(protocol, {}).get(d, {}).get(f"{system}-{tag}", {}).get(metric)
+            row[f"ours_{tag.replace('-', '_')}"] = None if v is None else 100 * v
+        out.append(row)
+    return {"claims": out, "source": {k: stored.get(k) for k in ("command", "commit", "date")}}
+
+
+def with_full_scale(payload: dict, record: dict | None) -> dict:
+    """The originals payload compared with the 8K numbers of ``record`` (the report's own),
+    instead of the ones recorded when the originals ran."""
+    if not record or not record.get("results", {}).get("metrics"):
+        return payload
+    results = dict(payload["results"], full_scale=full_scale_reference(record))
+    return dict(payload, results=results)
+
+
+
 
 MAIN = ("nn", "bow1", "bow5", "tagrank", "tri5", "tri5sem")  # 224 px, 1,500 landmarks
 KCCA = MAIN[1:]

@@ -8,10 +8,40 @@ renders the times those runs and the benchmarks recorded (``text_kernels.json``,
 
 from __future__ import annotations
 
-from xmodal.reproduce.hodosh_explore import EXPLORATIONS, USED, best, used_columns
+from xmodal.models.hodosh import best_dev_row
 from xmodal.reproduce.render import and_list
 
 TASKS = ("i2t", "t2i")
+# each exploration's row in the report (``hodosh_explore.EXPLORATIONS``), and the used settings'
+LABELS = {"bow5-kappa-large": "kappa = 10 / 25 / 100 / 300",
+          "bow5-d3": "text diagonal factor d = 3", "bow5-p3": "image kernel cubed, p = 3",
+          "bow5-750": "750 instead of 1,500 image landmarks",
+          "bow5-3000": "3,000 image landmarks, rank 1,500",
+          "bow5-3000-r3000": "3,000 image landmarks, rank 3,000",
+          "tri5sem-d1": "d = 1", "tri5sem-d2": "d = 2", "tri5sem-d8": "d = 8"}
+USED = {"bow5": "p = 2, d = 1, kappa in {0.1, 0.5, 1, 5} (used)",
+        "tri5sem": "d = 4 (used)"}
+
+
+def best(columns: dict, task: str, kappa: float | None = None) -> dict:
+    """The single best dev setting (:func:`xmodal.models.hodosh.best_dev_row`) of a dev grid in
+    :func:`xmodal.reproduce.hodosh_explore.grid_columns`' layout, among all kappas or one: ``{"kappa", "n", "R@1", "R@5",
+    "R@10", "medR"}``."""
+    m = columns[task]
+    rows = [{"kappa": k, "n": n, task: {key: m[key][i] for key in m}}
+            for i, (k, n) in enumerate(zip(columns["kappa"], columns["n"]))
+            if kappa is None or k == kappa]
+    row = best_dev_row(rows, task)
+    return {"kappa": row["kappa"], "n": row["n"],
+            **{k: row[task][k] for k in ("R@1", "R@5", "R@10", "medR")}}
+
+
+def used_columns(selection: dict) -> dict:
+    """The main run's dev selection of one system in :func:`xmodal.reproduce.hodosh_explore.grid_columns`' layout."""
+    return {"kappa": selection["candidates"]["kappa"], "n": selection["candidates"]["n"],
+            **{task: selection[task]["dev"] for task in ("i2t", "t2i")}}
+
+
 
 
 def _rows(exploration: dict, selection: dict, system: str) -> list[tuple[str, dict, str]]:
@@ -21,10 +51,10 @@ def _rows(exploration: dict, selection: dict, system: str) -> list[tuple[str, di
     if system in selection:
         cols = used_columns(selection[system])
         rows.append((USED[system], {t: best(cols, t) for t in TASKS}, ""))
-    for name, (base, over, label) in EXPLORATIONS.items():
-        if base != system or name not in exploration:
+    for name, rec in exploration.items():
+        if rec["system"] != system:
             continue
-        rec = exploration[name]
+        over, label = rec["overrides"], LABELS[name]
         pivots = " / ".join(f"{p:,}" for p in rec["pivots"])
         if set(over) == {"kappas"}:
             rows += [(f"kappa = {k:g}", {t: best(rec["dev"], t, k) for t in TASKS}, pivots)
@@ -89,7 +119,7 @@ def tried_section(exploration: dict | None, selection: dict) -> str:
                     + ("the used one (d = 4)." if best_d is tri[0] else
                        f"{best_d[0]}, by {_mean(best_d[1]) - _mean(tri[0][1]):.1f} points "
                        "(d = 4 was chosen when the systems were built and stays registered)."))
-    big = next((r for label, r, _ in bow5 if label == EXPLORATIONS["bow5-3000-r3000"][2]), None)
+    big = next((r for label, r, _ in bow5 if label == LABELS["bow5-3000-r3000"]), None)
     if big is not None:
         text.append(
             "A larger low-rank approximation (3,000 landmarks at rank 3,000: "
