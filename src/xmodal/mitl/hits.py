@@ -165,29 +165,6 @@ def make_qualification(campaign: Campaign, protocol: Protocol, n: int, min_accur
     return hit
 
 
-def qualification_gate(conn, worker_id: int) -> int | None:
-    """None: the worker may take real HITs (no qualification, or passed it); the
-    qualification HIT's id: they must take it first; -1: they failed it (or let it expire)."""
-    import json
-
-    row = conn.execute("SELECT value FROM meta WHERE key = 'qualify'").fetchone()
-    if row is None:
-        return None
-    q = json.loads(row[0])
-    a = conn.execute("SELECT id, submitted_at FROM assignments WHERE hit_id = ? AND "
-                     "worker_id = ?", (q["hit"], worker_id)).fetchone()
-    if a is None:
-        return q["hit"]
-    if a[1] is None:
-        return -1
-    answers = conn.execute("SELECT hi.role, j.answer FROM judgments j JOIN hit_items hi ON "
-                           "hi.pair_id = j.pair_id AND hi.hit_id = ? WHERE j.assignment_id = ?",
-                           (q["hit"], a[0])).fetchall()
-    right = sum(1 for role, answer in answers
-                if answer is not None and (answer <= 2) == (role == "gold_pos"))
-    return None if answers and right / len(answers) >= q["min_accuracy"] else -1
-
-
 def make_hits(campaign: Campaign, protocol: Protocol, size: int = DEFAULT_SIZE,
               replication: int = DEFAULT_REPLICATION, seed: int = 0) -> list[int]:
     """HITs over every candidate (and original) pair not yet in a HIT; returns their ids.

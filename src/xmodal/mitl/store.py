@@ -181,6 +181,27 @@ def open_readonly(path: Path) -> sqlite3.Connection:
         return conn
 
 
+def qualification_gate(conn, worker_id: int) -> int | None:
+    """None: the worker may take real HITs (no qualification, or passed it); the
+    qualification HIT's id: they must take it first; -1: they failed it (or let it expire)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'qualify'").fetchone()
+    if row is None:
+        return None
+    q = json.loads(row[0])
+    a = conn.execute("SELECT id, submitted_at FROM assignments WHERE hit_id = ? AND "
+                     "worker_id = ?", (q["hit"], worker_id)).fetchone()
+    if a is None:
+        return q["hit"]
+    if a[1] is None:
+        return -1
+    answers = conn.execute("SELECT hi.role, j.answer FROM judgments j JOIN hit_items hi ON "
+                           "hi.pair_id = j.pair_id AND hi.hit_id = ? WHERE j.assignment_id = ?",
+                           (q["hit"], a[0])).fetchall()
+    right = sum(1 for role, answer in answers
+                if answer is not None and (answer <= 2) == (role == "gold_pos"))
+    return None if answers and right / len(answers) >= q["min_accuracy"] else -1
+
+
 # columns added after schema version 1 (ALTER TABLE ... ADD COLUMN on open): the last activity
 # of an assignment (a lease runs from it) and its draft's version (two tabs cannot overwrite)
 ADDED_COLUMNS = {"assignments": [("active_at", "REAL"),
@@ -399,8 +420,6 @@ class Campaign:
                 c.execute("UPDATE assignments SET active_at = ? WHERE id = ?",
                           (time.time(), row[0]))
                 return row[0]
-            from xmodal.mitl.hits import qualification_gate
-
             gate = qualification_gate(c, worker.id)  # 'hits --qualify N': that HIT comes first
             if gate is not None:
                 if gate < 0:
