@@ -369,20 +369,52 @@ def ensembles(names, data=None, weights=(0.0, 0.1, 0.2)) -> list[dict]:
     return lines
 
 
+def broader(names, data=None, cc_path=None, models_dir: str | Path | None = None) -> list[dict]:
+    """Train each named third- or fourth-round variant (``dual_broader.BROADER``), one full
+    :func:`xmodal.recipes.dual.train_dual` run each, epoch and bridge weight selected on
+    Flickr8K dev and, with CC, the CC dev split (no test split is read). One line per variant
+    with its dev numbers per split, the selected epoch and bridge weight and the training time.
+    ``models_dir``: also save each model there (``models_dir/NAME``), so the best one can be
+    shipped without retraining."""
+    from xmodal.data.conceptual_captions import load_conceptual_captions
+    from xmodal.models.dual_train import TrainConfig
+    from xmodal.recipes.dual import train_dual
+    from xmodal.reproduce.dual_broader import BROADER
+
+    unknown = [n for n in names if n not in BROADER]
+    if unknown:
+        from xmodal.errors import XmodalError
+
+        raise XmodalError(f"unknown variants {unknown}; known: {sorted(BROADER)}")
+    cc = None
+    lines = []
+    for name in names:
+        over, use_cc = BROADER[name]
+        if use_cc and cc is None:
+            cc = load_conceptual_captions(cc_path)
+        model, rep = train_dual(data, config=TrainConfig(**over), extra={"cc": cc} if use_cc
+                                else None, log=lambda *_: None, progress=False)
+        line = {"variant": name, "overrides": over, "cc": use_cc,
+                "best_epoch": rep["best_epoch"], "w": rep["bridge_weight"],
+                "fit_s": rep["train_time_s"], "dev": rep.get("dev_splits", {"dev": rep["dev"]})}
+        if models_dir is not None:
+            model.save(Path(models_dir) / name)
+        lines.append(line)
+        log(json.dumps(line))
+    return lines
+
+
 def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_names=(),
               max_train: int = 6000, data=None, out=None,
               command: str = "xmodal reproduce dual", broader_names=(), models_dir=None,
-              report: Path | None = None, finetune_lrs=(), finetune_epochs: int = 6,
+              finetune_lrs=(), finetune_epochs: int = 6,
               finetune_flip: float = 0.5, finetune_from=None, querybank_betas=(),
               image_bank_dims=(), previous: bool = False, train_cli_from=None,
               bridge_temperature=()) -> dict:
-    """Run the requested parts, merge them into ``dual_encoder.json`` (parts not rerun are
-    kept), write the tables to ``dual_encoder_tables.md`` beside it and, unless ``report`` is
-    None, the report (logged and skipped when the results it cites are not beside it).
+    """Run the requested parts and merge them into ``dual_encoder.json`` (parts not rerun are
+    kept); the CLI renders the tables and the report from it (``dual_report``).
     ``train_cli_from``: "full" runs the whole ``xmodal train dual``, a path its stage 2 from that
     stage-1 model (:func:`train_cli`)."""
-    from xmodal.errors import XmodalError
-    from xmodal.reproduce.dual_report import write_report
     from xmodal.reproduce.output import RESULTS, read_json, stamp, write_json
 
     path = Path(out or RESULTS) / "dual_encoder.json"
@@ -407,8 +439,6 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
         res["ensembles"] = ensembles(ensemble_names, data)
         res["ensembles_run"] = {**stamp(command), "elapsed_s": time.time() - t1}
     if broader_names:
-        from xmodal.reproduce.dual_broader import broader
-
         done = {v["variant"]: v for v in res.get("broader", [])}
         done.update({v["variant"]: v for v in broader(broader_names, data, models_dir=models_dir)})
         res["broader"] = list(done.values())
@@ -450,8 +480,4 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
         # the file's own stamp: --variants, --ensembles and --finetune runs stamp their parts
         res.update(stamp(command), elapsed_s=time.time() - t0)
     write_json(path, res)
-    try:
-        write_report(path.parent, report)
-    except XmodalError as exc:  # the JSON and its tables are written: the run is not lost
-        log(f"{report} not rewritten: {exc}")
     return res
