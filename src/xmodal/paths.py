@@ -46,6 +46,24 @@ def cache_dir() -> Path:
     return root
 
 
+def results_dir() -> Path:
+    """Where reproductions and benchmarks write their result JSON: ``$XMODAL_RESULTS``, else
+    ``benchmarks/results`` under the current directory (never found from the package's location).
+    Commands take ``--out`` before this."""
+    return Path(os.environ.get("XMODAL_RESULTS") or Path("benchmarks") / "results").expanduser()
+
+
+def reports_dir() -> Path:
+    """Where reproductions write their Markdown reports: ``$XMODAL_REPORTS``, else ``reports``
+    under the current directory. Commands take ``--report`` before this."""
+    return Path(os.environ.get("XMODAL_REPORTS") or "reports").expanduser()
+
+
+def figures_dir() -> Path:
+    """Where reproductions draw their figures: ``figures`` inside :func:`reports_dir`."""
+    return reports_dir() / "figures"
+
+
 def models_dir() -> Path:
     """Files derived from installed weights (unpacked models, their ONNX exports):
     ``$XMODAL_MODELS`` or ``cache_dir()/models``. Kept apart from the feature cache so that a

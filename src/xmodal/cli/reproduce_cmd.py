@@ -11,7 +11,9 @@ from pathlib import Path
 import typer
 
 from xmodal.cli._app import app, console
-from xmodal.reproduce.output import FIGURES, REPORTS, RESULTS
+from xmodal.paths import figures_dir, reports_dir, results_dir
+
+RESULTS, REPORTS, FIGURES = results_dir(), reports_dir(), figures_dir()
 
 reproduce_app = typer.Typer(
     help="Reproduce the numbers of a report in reports/: write its JSON to benchmarks/results/ "

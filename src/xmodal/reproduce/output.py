@@ -1,8 +1,10 @@
 """Where reproductions write, and the provenance stamped on every result file.
 
-Results go to ``benchmarks/results/`` and reports to ``reports/`` of the checkout the package runs
-from (override with ``--out`` / ``--report``). Every result records the command, the git commit
-(:func:`xmodal.provenance.git_commit`), the machine and the date.
+Results go to ``--out``, else ``$XMODAL_RESULTS``, else ``benchmarks/results/`` under the current
+directory; reports to ``--report``, else ``$XMODAL_REPORTS``, else ``reports/`` (see
+:mod:`xmodal.paths`): run from the repository root to update the checked-in files. Every result
+records the command, the git commit (:func:`xmodal.provenance.git_commit`), the machine and the
+date.
 """
 
 from __future__ import annotations
@@ -16,12 +18,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from xmodal.paths import figures_dir, reports_dir, results_dir
 from xmodal.provenance import git_commit
 
-REPO = Path(__file__).resolve().parents[3]
-RESULTS = REPO / "benchmarks" / "results"
-REPORTS = REPO / "reports"
-FIGURES = REPORTS / "figures"
+# The settings as they stand when the process starts; relative defaults resolve at use.
+RESULTS = results_dir()
+REPORTS = reports_dir()
+FIGURES = figures_dir()
 
 
 def log(msg: str) -> None:
