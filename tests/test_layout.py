@@ -1,6 +1,7 @@
-"""Static checks of the package layout named by issue 15: no import cycle between modules, no
-private name imported across modules, no ``sys.path`` edits, one writer of saved-model files,
-and every report reproduced by an ``xmodal reproduce`` command."""
+"""Static checks of the package layout named by issues 15 and 34: no import cycle between modules
+(imports inside functions count), no private name imported across modules, no ``sys.path``
+edits, one writer of saved-model files, and every report reproduced by an ``xmodal reproduce``
+command."""
 
 import ast
 import re
@@ -16,39 +17,105 @@ def _module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def _top_level_imports(path: Path) -> set[str]:
-    """xmodal modules imported at module level (not inside functions: those are lazy)."""
+# Import circles that a rewrite under way is breaking (issue 34 item 5). Each entry must still be
+# a circle (test_every_allowed_circle_still_closes says when it is not: then delete the entry);
+# any other circle fails test_no_import_cycle_between_modules.
+CIRCLES_BEING_BROKEN = (
+    # the reproduce renderers' rewrite (issue 34 items 1-2: compute -> JSON -> render, one-way)
+    frozenset({"xmodal.reproduce.wikipedia", "xmodal.reproduce.wikipedia_exploration"}),
+    # the reproduce renderers' rewrite, as above
+    frozenset({"xmodal.reproduce.corel5k", "xmodal.reproduce.corel5k_nested",
+               "xmodal.reproduce.relevance_report", "xmodal.reproduce.relevance_sections"}),
+)
+
+
+def xmodal_imports(source: str, *, in_functions: bool = True) -> set[str]:
+    """The xmodal modules (and names) that ``source`` imports, inside function bodies too unless
+    ``in_functions`` is False."""
     out = set()
-    for node in ast.parse(path.read_text()).body:
-        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("xmodal"):
-            out.add(node.module)
-            out.update(f"{node.module}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name.startswith("xmodal"))
+    todo = [ast.parse(source)]
+    while todo:
+        for node in ast.iter_child_nodes(todo.pop()):
+            if not in_functions and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("xmodal"):
+                out.add(node.module)
+                out.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                out.update(a.name for a in node.names if a.name.startswith("xmodal"))
+            todo.append(node)
     return out
 
 
-def test_no_import_cycle_between_modules():
+def import_graph() -> dict[str, set[str]]:
+    """module -> the xmodal modules it imports anywhere; a CLI command's body (a function in
+    ``xmodal.cli``) may import lazily, to keep ``xmodal --help`` fast."""
     files = {_module_name(p): p for p in (SRC / "xmodal").rglob("*.py")}
-    graph = {m: {i for i in _top_level_imports(p) if i in files and i != m}
-             for m, p in files.items()}
-    # a package's __init__ importing its own submodules is not a cycle with them
-    for m in graph:
-        graph[m] = {i for i in graph[m] if not i.startswith(m + ".")}
-    state: dict[str, int] = {}
+    graph = {}
+    for m, p in files.items():
+        cli = m == "xmodal.cli" or m.startswith("xmodal.cli.")
+        imported = xmodal_imports(p.read_text(), in_functions=not cli)
+        # a package's __init__ importing its own submodules is not a cycle with them
+        graph[m] = {i for i in imported if i in files and i != m and not i.startswith(m + ".")}
+    return graph
 
-    def visit(m: str, stack: list[str]) -> None:
-        state[m] = 1
+
+def circles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
+    """The strongly connected components of ``graph`` with more than one module (Tarjan)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found = []
+
+    def visit(m: str) -> None:
+        order[m] = low[m] = len(order)
+        stack.append(m)
         for n in graph[m]:
-            if state.get(n) == 1:
-                raise AssertionError("import cycle: " + " -> ".join(stack + [m, n]))
-            if n not in state:
-                visit(n, stack + [m])
-        state[m] = 2
+            if n not in order:
+                visit(n)
+                low[m] = min(low[m], low[n])
+            elif n in stack:
+                low[m] = min(low[m], order[n])
+        if low[m] == order[m]:
+            component = set()
+            while not component or m not in component:
+                component.add(stack.pop())
+            if len(component) > 1:
+                found.append(frozenset(component))
 
-    for m in graph:
-        if m not in state:
-            visit(m, [])
+    for m in sorted(graph):
+        if m not in order:
+            visit(m)
+    return found
+
+
+def _describe(circle: frozenset[str], graph: dict[str, set[str]]) -> str:
+    return "; ".join(f"{m} -> {', '.join(sorted(graph[m] & circle))}" for m in sorted(circle))
+
+
+def test_the_import_reader_sees_function_bodies_and_builds_circles():
+    source = ("import xmodal.a\n"
+              "def f():\n    from xmodal.b import c\n"
+              "class K:\n    def g(self):\n        import xmodal.d\n")
+    assert xmodal_imports(source) == {"xmodal.a", "xmodal.b", "xmodal.b.c", "xmodal.d"}
+    assert xmodal_imports(source, in_functions=False) == {"xmodal.a"}
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert circles(graph) == [frozenset("abc")]
+
+
+def test_no_import_cycle_between_modules():
+    """No circle between modules, counting imports inside functions (but not inside CLI
+    commands), apart from the listed ones being broken."""
+    graph = import_graph()
+    new = [c for c in circles(graph) if not any(c <= allowed for allowed in CIRCLES_BEING_BROKEN)]
+    assert not new, "import circles: " + " | ".join(_describe(c, graph) for c in new)
+
+
+def test_every_allowed_circle_still_closes():
+    found = circles(import_graph())
+    gone = [sorted(allowed) for allowed in CIRCLES_BEING_BROKEN
+            if not any(c <= allowed for c in found)]
+    assert not gone, f"no longer circles: delete them from CIRCLES_BEING_BROKEN: {gone}"
 
 
 def test_no_private_name_imported_across_modules():
