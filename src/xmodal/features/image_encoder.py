@@ -178,8 +178,8 @@ def extract_image_features(
     out = {k: np.zeros((n, *shapes[k][0]), shapes[k][1]) for k in wanted}
     ok = np.zeros(n, bool)
 
-    keys: list[str | None] = []
-    for im in images:
+    keys: list[str | None] = [] if cache else [""] * n  # without the cache, no keys to hash
+    for im in images if cache else ():
         try:
             keys.append(_key(im, flip))
         except XmodalError:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import threading
 from pathlib import Path
@@ -53,18 +54,39 @@ def engine() -> str:
 
 
 def _file_digest(path: str | Path) -> str:
-    """A short content hash of a weights file, computed once per process and file version."""
+    """A short content hash of a weights file, computed once per file version: remembered by
+    (path, size, mtime) in ``models_dir()/digests.json``, so a cold search does not read the
+    420 MB of MPNet's weights again (measured: 0.3-0.6 s of a 1.4 s search)."""
     st = os.stat(path)
     return _digest(str(path), st.st_size, st.st_mtime_ns)
 
 
 @functools.lru_cache(maxsize=8)
 def _digest(path: str, size: int, mtime_ns: int) -> str:
+    from xmodal.paths import models_dir
+
+    record = models_dir() / "digests.json"
+    key = f"{path}|{size}|{mtime_ns}"
+    try:
+        known = json.loads(record.read_text())
+    except (OSError, ValueError):
+        known = {}
+    if isinstance(known, dict) and isinstance(known.get(key), str):
+        return known[key]
     h = hashlib.sha1()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             h.update(block)
-    return h.hexdigest()[:12]
+    digest = h.hexdigest()[:12]
+    known = {k: v for k, v in (known if isinstance(known, dict) else {}).items()
+             if not k.startswith(f"{path}|")}
+    tmp = record.with_name(f"{record.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps({**known, key: digest}, indent=0))
+        tmp.replace(record)
+    except OSError:  # a read-only models folder: hash again next time
+        tmp.unlink(missing_ok=True)
+    return digest
 
 
 def export_effnet(path: Path, backbone: str | None = None) -> Path:

@@ -98,12 +98,14 @@ def too_large(im: Image.Image) -> str | None:
 
 
 def load_checked(
-    path: str, data: bytes | None = None
+    path: str, data: bytes | None = None, square: int | None = None
 ) -> tuple[Image.Image | None, str | None]:
     """(RGB image, None) for a readable image, or (None, reason) for a bad one.
 
     ``data`` is the file's content when the caller has read it already (to hash it).
-    The image comes back shrunk so that its longer side is at most ``MAX_SIDE`` pixels; its
+    The image comes back shrunk so that its longer side is at most ``MAX_SIDE`` pixels, or, with
+    ``square``, resized to ``square`` x ``square`` as an image tower reads it (a JPEG is then
+    decoded straight at the smallest scale that still covers that size: one resize); its
     stored size is in ``image.info["original_size"]``.
 
     Refuses empty files, files over MAX_BYTES, images over MAX_PIXELS (JPEG: JPEG_MAX_PIXELS;
@@ -132,11 +134,15 @@ def load_checked(
                     # hold is a doctored or damaged file, not a huge photo
                     return None, (f"corrupt image: the header claims {size[0]}x{size[1]} pixels "
                                   f"but the file holds only {len(data):,} bytes")
+                side = square or MAX_SIDE
                 if im.format == "JPEG":
-                    im.draft("RGB", (MAX_SIDE, MAX_SIDE))  # decode at a reduced scale: fast
+                    im.draft("RGB", (side, side))  # decode at a reduced scale: fast
                 im.load()
                 out = ImageOps.exif_transpose(im).convert("RGB")
-                out.thumbnail((MAX_SIDE, MAX_SIDE), Image.BILINEAR)
+                if square:
+                    out = out.resize((square, square), Image.BILINEAR)
+                else:
+                    out.thumbnail((MAX_SIDE, MAX_SIDE), Image.BILINEAR)
                 out.info["original_size"] = size
                 return out, None
     except UnidentifiedImageError:
