@@ -1,5 +1,5 @@
-"""``reports/hodosh.md`` is rendered from the stored JSON, and the Summary's numbers and orderings
-follow the results (changed numbers change the prose)."""
+"""``reports/hodosh.md`` is rendered from the stored JSON: numbers follow the results, and a
+conclusion of the template that the results no longer support stops the rendering."""
 
 import copy
 import json
@@ -9,12 +9,11 @@ import pytest
 from stored_results import stored
 
 from xmodal.reproduce.hodosh_report import report_text
-from xmodal.reproduce.hodosh_summary import (cost_bullet, exact_bullet, full_scale_reference,
-                                             paper_bullet, summary, with_full_scale)
+from xmodal.reproduce.hodosh_summary import (full_scale_reference, originals_values,
+                                             with_full_scale)
+from xmodal.reproduce.render import ClaimFailed
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
-SYSTEMS = ("nn", "bow1", "bow5", "tagrank", "tri5", "tri5sem", "tri5sem-full")
 
 
 def test_stored_report_is_what_the_stored_json_renders():
@@ -22,68 +21,58 @@ def test_stored_report_is_what_the_stored_json_renders():
     assert report_text() == (ROOT / "reports" / "hodosh.md").read_text()
 
 
-def _metrics(r1: float, r10: float, med: float, rp: float) -> dict:
-    return {"R@1": r1, "R@5": (r1 + r10) / 2, "R@10": r10, "medR": med, "R-P": rp,
-            "mAP@R": rp}
+def _render(tmp_path: Path, name: str, edit) -> str:
+    """The report with one stored result file edited (the others are the stored ones)."""
+    record = copy.deepcopy(stored(f"{name}.json"))
+    edit(record["results"])
+    (tmp_path / f"{name}.json").write_text(json.dumps(record))
+    return report_text(tmp_path)
 
 
-def _synthetic() -> dict:
-    """Systems better down the list; Tri5Sem best on everything but annotation R@1 (BoW5)."""
-    res = {"metrics": {}, "significance": {}}
-    for protocol in ("flickr8k-hodosh", "flickr8k-hodosh-crowd"):
-        scale = 2.0 if protocol.endswith("crowd") else 1.0
-        res["metrics"][protocol] = {d: {s: _metrics(scale * (0.01 + 0.002 * i),
-                                                    scale * (0.1 + 0.01 * i), 100 - 5 * i,
-                                                    0.05 + 0.005 * i)
-                                        for i, s in enumerate(SYSTEMS)} for d in ("i2t", "t2i")}
-        res["significance"][protocol] = {d: {s: {"R@1": 0.5, "R@10": 0.001, "rank": 0.001,
-                                                 "R-P": 0.2 if s == "tri5" else 0.01}
-                                             for s in SYSTEMS if s != "tri5sem"}
-                                         for d in ("i2t", "t2i")}
-    res["metrics"]["flickr8k-hodosh"]["i2t"]["bow5"]["R@1"] = 0.05
-    return res
+def _metrics(res: dict, protocol: str = "flickr8k-hodosh", d: str = "i2t") -> dict:
+    return res["metrics"][protocol][d]
 
 
-def test_summary_states_the_leaders_and_significance_of_the_numbers():
-    res = _synthetic()
-    text = paper_bullet(res)
-    assert "BoW5 has the best R@1 (5.0)" in text
-    assert "Tri5Sem the best R@10 (15.0), median rank (75) and R-precision (7.5)" in text
-    assert "on R-precision, against all but Tri5" in text  # p = 0.2 for Tri5 only
-    assert "annotation R@1 of Tri5Sem is 2.0 against 8.3" in text
-    assert "NN is below every KCCA model on every R@K and median rank" in text
-    # change the numbers: the prose follows
-    res["metrics"]["flickr8k-hodosh"]["i2t"]["bow5"]["R@1"] = 0.015
-    res["metrics"]["flickr8k-hodosh"]["t2i"]["nn"]["R@10"] = 0.9
-    text = paper_bullet(res)
-    assert "Tri5Sem has the best R@1 (2.0), R@10 (15.0)" in text
-    assert "NN is below every KCCA model on 7 of its 8" in text
+def test_numbers_follow_the_results(tmp_path):
+    def edit(res):
+        _metrics(res)["tri5sem-448"]["R@10"] = 0.251
+        _metrics(res, d="t2i")["bow5-112"]["R@5"] = 0.099
+
+    text = _render(tmp_path, "hodosh_reproduction", edit)
+    assert "gives Tri5Sem R@10 25.1 / 24.1 and median rank" in text
+    assert "12.9 -> 9.9 search" in text and "12.9 -> 10.4 search" not in text
 
 
-def test_exact_kernel_bullet_measures_the_largest_change_and_gap_share():
-    res = _synthetic()
-    base = paper_bullet(res)
-    assert base
-    text = exact_bullet(res)
-    # tri5sem-full is one step above tri5sem: 0.2 points of R@1, 1.0 of R@10 (x2 crowd) ...
-    assert "by at most 2.0 points and median rank by at most 5 places" in text
-    bumped = copy.deepcopy(res)
-    full = bumped["metrics"]["flickr8k-hodosh-crowd"]["i2t"]["tri5sem-full"]
-    full["R@10"] = 0.49  # closes the whole annotation S@10 gap to 49.1 but 0.1
-    assert "**Our approximations explain part of the gap.**" in exact_bullet(bumped)
-    assert "**Our approximations are not the cause.**" in text
+@pytest.mark.parametrize("edit, claim", [
+    (lambda res: _metrics(res)["tri5sem"].update({"R@1": 0.05}),  # Tri5Sem now leads R@1
+     "annotation leaders: BoW5 on R@1, Tri5Sem on R@10, median rank and R-P"),
+    (lambda res: _metrics(res, "flickr8k-hodosh-crowd")["tri5sem-full"].update({"R@10": 0.49}),
+     "exact kernels close under half of every Tri5Sem gap"),
+    (lambda res: _metrics(res, d="t2i")["nn"].update({"R@10": 0.9}),
+     "NN is below every KCCA model on every R@K and median rank"),
+    (lambda res: res["significance"]["flickr8k-hodosh-crowd"]["t2i"]["tagrank"].update(
+        {"R-P": 0.01}), "search: TagRank's R-P lead over Tri5Sem is not significant"),
+])
+def test_a_flipped_conclusion_names_its_claim(tmp_path, edit, claim):
+    with pytest.raises(ClaimFailed) as err:
+        _render(tmp_path, "hodosh_reproduction", edit)
+    assert err.value.claim == claim and "templates/hodosh.md" in str(err.value)
 
 
-def test_cost_bullet_says_whether_the_benchmark_reproduces_the_row():
-    res = _synthetic()
-    got = {d: {k: res["metrics"]["flickr8k-hodosh"][d]["tri5sem-full"][k]
-               for k in ("R@1", "R@5", "R@10", "medR")} for d in ("i2t", "t2i")}
-    exact = {"commit": "abc1234", "results": {"train_wall_s": 101.2, "train_peak_rss_mb": 2386.7,
-                                              "flickr8k_hodosh": got}}
-    assert "reproduces the `-full` row exactly" in cost_bullet({"kcca_exact": exact}, res)
-    exact["results"]["flickr8k_hodosh"]["i2t"]["R@1"] += 0.001
-    assert "differs from the `-full` row" in cost_bullet({"kcca_exact": exact}, res)
-    assert cost_bullet({}, res) is None
+def test_cost_claim_checks_that_the_benchmark_reproduces_the_row(tmp_path):
+    def edit(res):
+        res["flickr8k_hodosh"]["i2t"]["R@1"] += 0.001
+
+    with pytest.raises(ClaimFailed, match="kcca_exact reproduces the -full row"):
+        _render(tmp_path, "kcca_exact", edit)
+
+
+def test_originals_claims_are_checked_too(tmp_path):
+    def edit(res):  # the originals shrunk to 224 px now differ from our copies in one pair
+        res["significance"]["cv"]["gold"]["i2t"]["bow5"]["originals@224"]["R@10"] = 0.01
+
+    with pytest.raises(ClaimFailed, match="shrunk to 224 px differ from our copies in no pair"):
+        _render(tmp_path, "hodosh_originals", edit)
 
 
 def test_originals_section_is_compared_with_the_reports_own_8k_numbers():
@@ -95,5 +84,7 @@ def test_originals_section_is_compared_with_the_reports_own_8k_numbers():
     row = next(c for c in claims if c["claim"] == "Annotation R@1, Tri5Sem")
     assert row["ours"] == pytest.approx(7.7)
     assert full_scale_reference(moved)["claims"] == claims
-    text = summary(main["results"], with_full_scale(payload, main), {})
-    assert "Image resolution, measured" in text and "of Tri5Sem's S@10 gaps" in text
+    before = originals_values(with_full_scale(payload, main)["results"])["close"]
+    after = originals_values(with_full_scale(payload, moved)["results"])["close"]
+    assert before["R@1"] == "-1 to 11" and after["R@1"] != before["R@1"]
+    assert after["R@10"] == before["R@10"]

@@ -1,8 +1,9 @@
 """The Hodosh report's "What was tried" and "Cost" sections render from the stored exploration
 (``xmodal reproduce hodosh --part explore``), and the best dev row is picked as documented."""
 
-from xmodal.reproduce.hodosh_tried import (LABELS, best, cost_section, tried_section,
-                                           used_columns)
+import pytest
+
+from xmodal.reproduce.hodosh_tried import LABELS, best, cost_values, tried_values, used_columns
 
 
 def _grid(kappas, scores):
@@ -47,49 +48,48 @@ def _exploration():
                        "pivots": [1500, 1400], "fit_s": 30.0,
                        "kernel_blocks_s": {"train x 1500": 0.2}},
     }
+    stamp = {"command": run["command"], "git_commit": "abc1234", "date": run["date"]}
+    results = {name: {**rec, "run": stamp} for name, rec in results.items()}
     return {**run, "results": results}, {"bow5": _selection(used), "tri5sem": _selection(used)}
 
 
-def test_tried_section_renders_each_row_and_compares_it_with_the_used_setting():
+def test_tried_values_render_each_row_and_compare_it_with_the_used_setting():
     exploration, selection = _exploration()
-    md = tried_section(exploration, selection)
-    assert "`xmodal reproduce hodosh --part explore` (commit `abc1234`, 2030-01-01)" in md
+    values, claims = tried_values(exploration, selection)
+    assert values["runs"] == ("`xmodal reproduce hodosh --part explore` (commit `abc1234`, "
+                              "2030-01-01)")
     assert ("| p = 2, d = 1, kappa in {0.1, 0.5, 1, 5} (used) | 1 / 1 | 12.0 | 20.0 | 12.0 | "
-            "20.0 | 4.0 / 4.0 | as registered |") in md
-    assert f"| {LABELS['bow5-d3']} | 5 / 5 | 10.0 | 16.0 | 10.0 | 16.0 |" in md
+            "20.0 | 4.0 / 4.0 | as registered |") in values["bow5_table"]
+    assert f"| {LABELS['bow5-d3']} | 5 / 5 | 10.0 | 16.0 | 10.0 | 16.0 |" in values["bow5_table"]
     # mean of the four cells: used 16.0, d = 3 13.0, rank 3,000 18.0
-    assert "against the used BoW5 setting (16.0): text diagonal factor d = 3 -3.0 and" in md
-    assert "3,000 image landmarks, rank 3,000 +2.0" in md
-    assert "the best d on dev is d = 8, by 2.0 points" in md
-    assert "(3,000 landmarks at rank 3,000: +2.0, dev R@1 4.7 / 4.7 against 4.0 / 4.0)" in md
+    assert values["bow5_mean"] == pytest.approx(16.0)
+    assert values["bow5_against"] == ("text diagonal factor d = 3 -3.0 and 3,000 image "
+                                      "landmarks, rank 3,000 +2.0")
+    assert values["big_gain"] == pytest.approx(2.0)
+    assert (values["big_r1"], values["used_r1"]) == ("4.7 / 4.7", "4.0 / 4.0")
+    # d = 8 is better on dev than the used d = 4: the template's sentence no longer holds
+    assert claims == {"the used d = 4 is the best Tri5Sem setting on dev": False}
 
 
-def test_tried_section_says_when_the_used_d_is_still_best():
+def test_tried_claim_holds_when_the_used_d_is_still_best():
     exploration, selection = _exploration()
-    worse = exploration["results"]["bow5-d3"]["dev"]
-    exploration["results"]["tri5sem-d8"]["dev"] = worse
-    md = tried_section(exploration, selection)
-    assert "the best d on dev is the used one (d = 4)." in md
+    exploration["results"]["tri5sem-d8"]["dev"] = exploration["results"]["bow5-d3"]["dev"]
+    assert all(tried_values(exploration, selection)[1].values())
 
 
-def test_without_the_exploration_both_sections_are_left_out():
-    _, selection = _exploration()
-    assert tried_section({}, selection) == ""
-    assert cost_section(None, {}, {}) == ""
-
-
-def test_cost_section_shows_measured_times_only():
+def test_cost_values_show_measured_times_only():
     exploration, _ = _exploration()
     vw = {"commit": "def5678", "results": {"images": 40, "word_maps_seconds": 4.0,
                                            "codebook_seconds": 13.2}}
-    tk = {"commit": "9ea7f77", "results": {"kernels": {"bow5": {"gram_6000_s": 7.06},
-                                                       "tagrank": {"gram_6000_s": 279.0}}}}
-    md = cost_section(exploration, tk, vw)
+    kernels = {k: {"gram_6000_s": s} for k, s in (("bow5", 7.06), ("bow1", 4.0), ("tri5", 12.0),
+                                                   ("tagrank", 279.0), ("tri5sem", 130.0))}
+    values = cost_values(exploration, {"commit": "9ea7f77", "results": {"kernels": kernels}}, vw)
     # 0.10 s an image x 8,091 images = 13.5 minutes
-    assert "of one image: 100 ms, so about 13 minutes for the 8,091 images" in md
-    assert "dev x 3000 in 33 s" in md and "train x 1500" not in md  # cache reads left out
-    assert "20 to 90 s in the explorations (the longest: `bow5-3000-r3000`)" in md
-    assert "bow5 7 s and tagrank 279 s" in md
+    assert values["vw_ms"] == pytest.approx(100) and values["vw_minutes"] == 13
+    assert values["blocks"] == "dev x 3000 in 33 s"  # cache reads (under a second) left out
+    assert (values["fit_lo"], values["fit_hi"], values["fit_longest"]) == (
+        20.0, 90.0, "bow5-3000-r3000")
+    assert values["tk"] == "bow5 7 s, bow1 4 s, tri5 12 s, tagrank 279 s and tri5sem 130 s"
 
 
 def test_best_agrees_with_the_single_model_each_system_chose_in_the_main_run():
