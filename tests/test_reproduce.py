@@ -172,6 +172,21 @@ def test_gist_report_renders_from_its_json(tmp_path):
     assert (tmp_path / "gist.md").read_text() == (REPORTS / "gist.md").read_text()
 
 
+def test_gist_report_numbers_follow_the_json_and_a_flipped_finding_stops_it(tmp_path):
+    import copy
+
+    from xmodal.reproduce.gist_report import write_report
+    from xmodal.reproduce.render import ClaimFailed
+
+    out = copy.deepcopy(stored_result("gist.json"))
+    out["results"]["auto_full"]["MAP"] = 0.1401
+    write_report(out, tmp_path / "gist.md")
+    assert "(0.140 vs 0.118 MAP;" in (tmp_path / "gist.md").read_text()
+    out["results"]["auto_full"]["MAP"] = 0.1
+    with pytest.raises(ClaimFailed, match="with automatic captions the image adds too"):
+        write_report(out, tmp_path / "gist.md")
+
+
 # ---------------------------------------------------------------------- dual encoder
 def test_dual_report_states_the_reproduced_numbers():
     """Every number of the dual encoder's test tables and out-of-domain table in the report is

@@ -283,12 +283,13 @@ def gist(
         write_report(read_json(out / "gist.json"), report)
         console.print(f"wrote {report}")
         return
-    res = reproduce(fresh, limit, not no_auto_captions, data, out, report, asset,
+    res = reproduce(fresh, limit, not no_auto_captions, data, out, asset,
                     _command("gist", fresh=fresh, limit=limit,
                              no_auto_captions=no_auto_captions))
     if limit is not None:
         print(json.dumps(res, indent=1, default=float))
     else:
+        write_report(res, report)
         console.print(f"wrote {report}, {out / 'gist.json'} and the ranker")
 
 

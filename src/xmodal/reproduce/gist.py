@@ -277,15 +277,13 @@ def benchmark(fresh: bool = False, limit: int | None = None, auto_captions: bool
 
 
 def reproduce(fresh: bool = False, limit: int | None = None, auto_captions: bool = True,
-              data=None, out=None, report=None, asset=None,
-              command: str = "xmodal reproduce gist") -> dict:
-    """Run the benchmark; unless ``limit`` is set, write the shipped ranker, ``gist.json`` and
-    the report."""
+              data=None, out=None, asset=None, command: str = "xmodal reproduce gist") -> dict:
+    """Run the benchmark; unless ``limit`` is set, write the shipped ranker and ``gist.json``
+    (:func:`xmodal.reproduce.gist_report.write_report` renders the report from it)."""
     import datetime as dt
 
     from xmodal.provenance import git_commit
-    from xmodal.reproduce.gist_report import write_report
-    from xmodal.reproduce.output import REPORTS, RESULTS, machine, write_json
+    from xmodal.reproduce.output import RESULTS, machine, write_json
 
     res, final = benchmark(fresh, limit, auto_captions, data)
     info = {"benchmark": f"flickr8k literal gist, {res['n_queries']} test images, caption #2",
@@ -294,5 +292,4 @@ def reproduce(fresh: bool = False, limit: int | None = None, auto_captions: bool
     if limit is None:
         final.save(asset or ASSET, provenance={**info, "command": command})
         write_json(Path(out or RESULTS) / "gist.json", payload)
-        write_report(payload, Path(report or REPORTS / "gist.md"))
     return payload
