@@ -41,10 +41,10 @@ class StubModel:
         v = rng.standard_normal((64, DIM)).astype(np.float32)
         self.vectors = v / np.linalg.norm(v, axis=1, keepdims=True)
 
-    def embed_texts(self, texts, progress=False):
+    def embed_texts(self, texts, *, progress=False):
         return np.stack([self.vectors[hash(t) % 64] for t in texts])
 
-    def embed_images(self, images, progress=False):
+    def embed_images(self, images, *, progress=False, cache=True):
         raise NotImplementedError
 
 

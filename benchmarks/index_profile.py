@@ -261,6 +261,7 @@ def child(folder: Path, db: Path, result: Path) -> None:
     import PIL.ImageOps
     import PIL.JpegImagePlugin
 
+    import xmodal.factory as factory
     import xmodal.features.image_encoder as ie
     import xmodal.features.onnx_engine as oe
     import xmodal.index.ann as ann
@@ -281,7 +282,7 @@ def child(folder: Path, db: Path, result: Path) -> None:
 
     T = Timers()
     # whole-run stages
-    T.patch(pi, "load_model", "model load", opaque=True)
+    T.patch(factory, "load_embedding_model", "model load", opaque=True)
     T.patch(pi.PhotoIndex, "_update", "update (all)")
     T.patch(pi, "walk_images", "walk folder", opaque=True)
     T.patch(pi.PhotoIndex, "_refresh_metadata", "metadata refresh", opaque=True)

@@ -242,9 +242,9 @@ def choose(ev: PairEvidence, paths: list[str], tp: set, kind: str) -> tuple[dict
 
 
 def index_half(folder: Path, db: Path) -> dict:
-    from xmodal.index import PhotoIndex
+    from xmodal.factory import open_photo_index
 
-    index = PhotoIndex(db, create=True)
+    index = open_photo_index(db, create=True)
     stats = index.update(folder, progress=True)
     index.close()
     return {"photos": stats.added, "seconds": round(stats.elapsed_s, 1),

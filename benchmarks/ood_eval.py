@@ -20,7 +20,7 @@ import argparse
 from benchmarks._record import record
 from xmodal.eval.protocols import get_protocol
 from xmodal.eval.runner import run_eval
-from xmodal.models.registry import get_scorer
+from xmodal.factory import get_scorer
 from xmodal.reproduce.output import log
 
 MODELS = ("dual", "efficientnet-minilm-zeroshot")

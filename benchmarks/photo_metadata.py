@@ -34,6 +34,7 @@ def main() -> None:
     args = ap.parse_args()
     import xmodal.index.photo_index as photo_index
     from tests.exif_photos import make_photos
+    from xmodal.factory import load_embedding_model
     from xmodal.index import PhotoIndex
     from xmodal.index.metadata import PhotoMeta, read_metadata
 
@@ -42,7 +43,7 @@ def main() -> None:
         folder = Path(tmp) / "photos"
         make_photos(data_root() / "flickr8k", folder, args.photos)
         files = sorted(p for p in folder.rglob("*.jpg"))
-        model = photo_index.load_model(None)
+        model = load_embedding_model(None)
         PhotoIndex(Path(tmp) / "warm.db", model=model).update(folder, progress=False)
 
         t = time.perf_counter()

@@ -193,10 +193,10 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from xmodal.cli.demo_cmd import SAMPLE_PHOTOS, sample_photo_dir
-    from xmodal.index.photo_index import load_model
+    from xmodal.factory import load_embedding_model
 
     t0 = time.perf_counter()
-    model = load_model(args.model)
+    model = load_embedding_model(args.model)
     model.embed_texts(["warm up"], progress=False)
     load_s = time.perf_counter() - t0
     n_fresh = 50 * len(args.sizes)

@@ -47,10 +47,10 @@ class SyntheticModel:
     dim = 384
     model_id = "synthetic-384-v1"
 
-    def embed_images(self, images, progress: bool = False) -> np.ndarray:
+    def embed_images(self, images, *, progress: bool = False, cache: bool = True) -> np.ndarray:
         return np.stack([_unit_from(im.convert("RGB").tobytes(), self.dim) for im in images])
 
-    def embed_texts(self, texts, progress: bool = False) -> np.ndarray:
+    def embed_texts(self, texts, *, progress: bool = False) -> np.ndarray:
         return np.stack([_unit_from(t.encode(), self.dim) for t in texts])
 
 
@@ -58,14 +58,14 @@ class DualTextModel(SyntheticModel):
     """Synthetic image vectors, but every query goes through the real default text encoder."""
 
     def __init__(self) -> None:
-        from xmodal.models.dual import load_embedding_model
+        from xmodal.factory import load_embedding_model
 
         self.text_model = load_embedding_model(None)
         if int(self.text_model.dim) != self.dim:
             raise SystemExit(f"the default model embeds in {self.text_model.dim} dimensions, "
                              f"the synthetic index in {self.dim}: change SyntheticModel.dim")
 
-    def embed_texts(self, texts, progress: bool = False) -> np.ndarray:
+    def embed_texts(self, texts, *, progress: bool = False) -> np.ndarray:
         return np.asarray(self.text_model.embed_texts(list(texts), progress=False), np.float32)
 
 

@@ -35,7 +35,7 @@ class PoolEncodingModel(SyntheticModel):
     """Synthetic vectors, but a caption pool (more than one text) is really encoded by MiniLM
     first, so a big describe costs the CPU time it costs in real use."""
 
-    def embed_texts(self, texts, progress: bool = False) -> np.ndarray:
+    def embed_texts(self, texts, *, progress: bool = False) -> np.ndarray:
         if len(texts) > 1:
             from xmodal.features.text_encoder import encode_texts
 

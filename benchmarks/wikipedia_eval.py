@@ -23,7 +23,7 @@ import json, resource, sys, time
 t0 = time.perf_counter()
 from xmodal.eval.protocols import get_protocol
 from xmodal.eval.runner import run_eval
-from xmodal.models.registry import get_scorer
+from xmodal.factory import get_scorer
 p = get_protocol("wikipedia", sys.argv[2] or None)
 r = run_eval(p, get_scorer(sys.argv[1], "wikipedia"), model=sys.argv[1])
 u = resource.getrusage(resource.RUSAGE_SELF)

@@ -29,7 +29,7 @@ class ColourModel:
     dim = 4
     model_id = "test-colour-v1"
 
-    def embed_images(self, images, progress=False):
+    def embed_images(self, images, *, progress=False, cache=True):
         rows = []
         for im in images:
             if not isinstance(im, Image.Image):
@@ -38,7 +38,7 @@ class ColourModel:
             rows.append([*rgb, 0.1])
         return _unit(np.array(rows, dtype=np.float64).reshape(-1, 4))
 
-    def embed_texts(self, texts, progress=False):
+    def embed_texts(self, texts, *, progress=False):
         rows = []
         for t in texts:
             v = np.zeros(4)
@@ -53,7 +53,7 @@ class ColourModel:
 class SlowColourModel(ColourModel):
     """Takes 0.1 s per image, so a test can kill indexing midway."""
 
-    def embed_images(self, images, progress=False):
+    def embed_images(self, images, *, progress=False, cache=True):
         time.sleep(0.1 * len(images))
         return super().embed_images(images)
 
@@ -63,6 +63,6 @@ class CountingColourModel(ColourModel):
 
     embedded = 0
 
-    def embed_images(self, images, progress=False):
+    def embed_images(self, images, *, progress=False, cache=True):
         CountingColourModel.embedded += len(images)
         return super().embed_images(images)

@@ -14,7 +14,7 @@ from tests.fake_models import ColourModel
 
 
 class LoggedColourModel(ColourModel):
-    def embed_images(self, images, progress=False):
+    def embed_images(self, images, *, progress=False, cache=True):
         log = os.environ.get("XMODAL_TEST_EMBED_LOG")
         if log:
             with open(log, "a") as f:

@@ -20,7 +20,7 @@ import tests.benchmark_layouts as bl
 from xmodal.errors import XmodalError
 from xmodal.eval.protocols import get_protocol
 from xmodal.eval.runner import run_eval
-from xmodal.models.registry import get_scorer
+from xmodal.factory import get_scorer
 
 COLOUR = "python:tests.fake_models:ColourModel"
 

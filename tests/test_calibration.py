@@ -205,9 +205,10 @@ def shipped():
 
 
 def test_shipped_calibrator_is_for_the_default_model_and_well_formed(shipped):
-    from xmodal.index.photo_index import load_model, model_id
+    from xmodal.factory import load_embedding_model
+    from xmodal.index.photo_index import model_id
 
-    mid = model_id(load_model(None), None)
+    mid = model_id(load_embedding_model(None), None)
     assert load_calibrator(mid) == shipped
     assert shipped.model_id == mid
     p = shipped.probability(np.linspace(-1, 1, 201))

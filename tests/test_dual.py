@@ -9,7 +9,8 @@ import pytest
 from PIL import Image
 
 from xmodal.errors import XmodalError
-from xmodal.models.dual import DualEncoder, load_embedding_model
+from xmodal.factory import load_embedding_model
+from xmodal.models.dual import DualEncoder
 from xmodal.models.dual_train import TrainConfig, TrainData, fit_heads, recall_5cap
 
 
@@ -101,8 +102,8 @@ def test_save_load_round_trip(trained, tmp_path):
         (model.embed_text_features(td.text), loaded.embed_text_features(td.text)),
     ):
         np.testing.assert_allclose(a, b, atol=1e-2)  # float16 storage
-    # the registry finds saved models by their config type
-    from xmodal.models.registry import get_scorer
+    # the factory finds saved models by their config type
+    from xmodal.factory import get_scorer
 
     assert callable(get_scorer(str(tmp_path / "m"), "flickr8k-5cap"))
 
@@ -117,12 +118,11 @@ def test_load_errors(tmp_path):
 
 
 def test_registry_names():
-    from xmodal.models.registry import list_models
-    from xmodal.recipes import flickr8k
+    from xmodal.factory import SAVED_TYPES, list_models
 
     assert "dual" in list_models() and "efficientnet-minilm-zeroshot" in list_models()
     assert "openclip:ViT-B-32:/x.pt" not in list_models()  # resolved lazily, not listed
-    assert "dual-encoder" in flickr8k.SAVED_MODEL_SCORERS
+    assert SAVED_TYPES["dual-encoder"].embeds
 
 
 def test_default_model_contract_on_images():

@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 from xmodal.cli import app
 from xmodal.errors import XmodalError
+from xmodal.factory import open_photo_index
 from xmodal.index import PhotoIndex
 from xmodal.index import duplicates as dup
 
@@ -373,7 +374,7 @@ def test_real_photos_with_the_default_model(flickr8k_root, tmp_path):
             ImageOps.mirror(im).save(root / f"{s}-mirror.jpg", quality=90)
             im.save(root / f"{s}-q30.jpg", quality=30)
     db = tmp_path / "photos.db"
-    index = PhotoIndex(db, create=True)
+    index = open_photo_index(db, create=True)  # the default model
     index.update(root, progress=False)
     groups = dup.find_duplicates(index)
     index.close()

@@ -92,7 +92,7 @@ def test_coordinate_ascent_learns_signs_and_beats_single_features(tmp_path):
     m2 = CoordinateAscentRanker.load(path)
     np.testing.assert_array_equal(m2.decision_function(Xt), m.decision_function(Xt))
     assert m2.feature_names_ == m.feature_names_ and m2.get_params() == m.get_params()
-    from xmodal.models import load
+    from xmodal.factory import load_saved_model as load
 
     m3 = load(path)
     assert type(m3) is CoordinateAscentRanker
@@ -122,7 +122,7 @@ def test_ranker_errors(tmp_path):
 def test_shipped_ranker_is_a_model_dir_read_by_models_load():
     from xmodal.gist.detect import default_ranker_path, load_default_ranker
     from xmodal.gist.pipeline import FEATURES
-    from xmodal.models import load
+    from xmodal.factory import load_saved_model as load
     from xmodal.models.modeldir import read_model_dir
 
     saved = read_model_dir(default_ranker_path(), "gist-coordinate-ascent")

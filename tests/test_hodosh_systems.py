@@ -67,8 +67,9 @@ def test_registry_exports():
     from xmodal.recipes import flickr8k
 
     assert {"hodosh-nn", "hodosh-bow5", "hodosh-tri5sem"} <= {s.name for s in flickr8k.SETTINGS}
-    assert "hodosh-kcca" in flickr8k.SAVED_MODEL_SCORERS
-    from xmodal.models.registry import list_models
+    from xmodal.factory import SAVED_TYPES, list_models
+
+    assert SAVED_TYPES["hodosh-kcca"].scorer == "xmodal.recipes.flickr8k:saved_hodosh_scorer"
 
     assert "hodosh-tri5sem" in list_models()
 

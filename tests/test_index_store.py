@@ -17,6 +17,7 @@ from PIL import Image
 
 from tests.fake_models import ColourModel
 from xmodal.errors import XmodalError
+from xmodal.factory import open_photo_index
 from xmodal.index import PhotoIndex
 
 REPO = Path(__file__).resolve().parents[1]
@@ -221,7 +222,7 @@ def test_kill_9_midway_leaves_usable_index(tmp_path):
         n_vec = c.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
     assert 16 <= n_vec < 48, "the kill should land midway"
     # the interrupted index is usable as it is
-    partial = PhotoIndex(db, model_spec="python:tests.fake_models:ColourModel")
+    partial = open_photo_index(db, "python:tests.fake_models:ColourModel")
     assert len(partial.search("blue", k=100)) == n_vec
     # running again finishes the job, without duplicates
     out = subprocess.run(
@@ -241,7 +242,7 @@ def test_kill_9_midway_leaves_usable_index(tmp_path):
 class PickyModel(ColourModel):
     """Fails on mostly-green images, like an encoder choking on one file of a batch."""
 
-    def embed_images(self, images, progress=False):
+    def embed_images(self, images, *, progress=False, cache=True):
         for im in images:
             r, g, b = Image.Image.resize(im.convert("RGB"), (1, 1)).getpixel((0, 0))
             if g > 200 and r < 100:

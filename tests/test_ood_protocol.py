@@ -57,7 +57,7 @@ def test_ood_check_is_the_protocol(flickr8k_root, monkeypatch):
         S[n_txt, 0] = 2.0  # one distractor beats the first photo
         return S
 
-    monkeypatch.setattr("xmodal.models.registry.get_scorer", lambda spec, proto: fake_scorer)
+    monkeypatch.setattr("xmodal.factory.get_scorer", lambda spec, proto: fake_scorer)
     out = dual.ood_check(("fake",), flickr8k_root.parent)
     assert calls == ["skimage-ood"]
     r = out["results"]["fake"]

@@ -53,7 +53,7 @@ def tiny_clip(tmp_path_factory):
 def test_openclip_loads_checkpoint_and_matches_reference(tiny_clip):
     import torch
 
-    from xmodal.models.dual import load_embedding_model
+    from xmodal.factory import load_embedding_model
 
     config, ckpt, reference = tiny_clip
     model = load_embedding_model(f"openclip:{config}:{ckpt}")
@@ -80,7 +80,7 @@ def test_openclip_loads_checkpoint_and_matches_reference(tiny_clip):
 
 
 def test_openclip_errors(tiny_clip, tmp_path):
-    from xmodal.models.dual import load_embedding_model
+    from xmodal.factory import load_embedding_model
 
     config, ckpt, _ = tiny_clip
     with pytest.raises(XmodalError, match="not found"):

@@ -12,7 +12,7 @@ import pytest
 from xmodal.errors import XmodalError
 from xmodal.eval.protocols import get_protocol, list_protocols
 from xmodal.eval.runner import run_eval
-from xmodal.models.registry import get_scorer
+from xmodal.factory import get_scorer
 
 
 def test_all_protocols_registered():

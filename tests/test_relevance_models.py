@@ -267,7 +267,7 @@ def test_corel5k_cmrm_reaches_the_paper_row(corel5k_root):
 def test_registry_scorer_on_corel5k_shapes(corel5k_root):
     from xmodal.data import load_corel5k
     from xmodal.eval.protocols import Direction, Protocol
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
 
     d = load_corel5k(corel5k_root)
     ids = d.ids_test
@@ -293,7 +293,7 @@ def test_registry_scorer_on_corel5k_shapes(corel5k_root):
 def test_saved_cmrm_directory_scores_like_the_registered_model(corel5k_root, tmp_path):
     from xmodal.data import load_corel5k
     from xmodal.eval.protocols import Direction, Protocol
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
     from xmodal.recipes.corel5k import fit_corel_cmrm
 
     d = load_corel5k(corel5k_root)
@@ -367,7 +367,7 @@ def test_calibrated_cmrm_is_registered_with_its_cv_settings(corel5k_root):
     from xmodal.data import load_corel5k
     from xmodal.eval.metrics import annotation_metrics
     from xmodal.eval.protocols import Direction, Protocol
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
     from xmodal.recipes import get_setting
 
     d = load_corel5k(corel5k_root)
@@ -391,7 +391,7 @@ def test_preregistered_wide_grid_cmrm_reaches_the_paper_cmrm_row(corel5k_root):
     from xmodal.eval.metrics import annotation_metrics, retrieval_metrics
     from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import run_eval
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
     from xmodal.recipes import get_setting
 
     d = load_corel5k(corel5k_root)
@@ -423,7 +423,7 @@ def test_preregistered_crm_is_our_best_corel_model(corel5k_root):
     annotation and on retrieval MAP at every query length, with the report's numbers."""
     from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import run_eval
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
 
     proto = get_protocol("corel5k", corel5k_root)
     crm = run_eval(proto, get_scorer("crm-wide", "corel5k"))["paper_metrics"]
@@ -441,7 +441,7 @@ def test_saved_corel_crm_directory_scores_like_the_registered_model(corel5k_root
     from xmodal.data import load_corel5k
     from xmodal.errors import XmodalError
     from xmodal.eval.protocols import Direction, Protocol
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
     from xmodal.recipes.corel5k import fit_corel_crm, save_corel_crm
 
     d = load_corel5k(corel5k_root)

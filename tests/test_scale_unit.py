@@ -14,6 +14,7 @@ from PIL import Image
 
 from xmodal.errors import XmodalError
 from xmodal.scale import shards as sh
+from xmodal.index.photo_index import SearchResult
 from xmodal.scale.ann_build import build_index, choose_factory, n_lists, parse_size, recall_at
 from xmodal.scale.ann_search import ShardIndex, search_text
 from xmodal.scale.embed import run_embed
@@ -111,8 +112,11 @@ class Other:
     dim = 4
     model_id = "other-v1"
 
-    def embed_images(self, images, progress=False):
+    def embed_images(self, images, *, progress=False, cache=True):
         return np.tile(_unit([1, 1, 1, 1]), (len(images), 1)).astype(np.float32)
+
+    def embed_texts(self, texts, *, progress=False):
+        return np.tile(_unit([1, 1, 1, 1]), (len(texts), 1)).astype(np.float32)
 
 
 def test_index_mixing_models_or_reading_a_corrupt_shard_fails_before_writing(photos, tmp_path):
@@ -175,8 +179,10 @@ def test_flat_index_and_text_search_through_the_cli(photos, tmp_path):
     assert r.exit_code == 0, r.output
     hits = json.loads(r.stdout[r.stdout.index("{"):])["results"]
     assert [Path(h["path"]).stem.rstrip("0123456789") for h in hits] == ["red"] * 3
-    assert search_text(ann, "blue", k=1)[0]["path"].endswith(("blue2.png", "blue6.png",
-                                                               "blue10.png"))
+    assert all(set(h) == {"path", "score"} for h in hits)
+    best = search_text(ann, "blue", k=1)
+    assert type(best[0]) is SearchResult  # the flat search's result type
+    assert best[0].path.endswith(("blue2.png", "blue6.png", "blue10.png"))
 
 
 def test_index_choice_follows_size_and_budget():

@@ -509,7 +509,7 @@ def test_a_slow_describe_does_not_stall_searches(tmp_path, built, reports_dir):
     from xmodal.server import create_app
 
     class SlowModel(FakeModel):
-        def embed_texts(self, texts):
+        def embed_texts(self, texts, *, progress=False):
             if len(texts) > 100:
                 time.sleep(3.0)  # a long caption pool
             return super().embed_texts(texts)

@@ -323,13 +323,13 @@ def docs_screenshot(out: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     from xmodal.cli.demo_cmd import copy_sample_photos
-    from xmodal.index import PhotoIndex
+    from xmodal.factory import open_photo_index
     from xmodal.server import create_app
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         copy_sample_photos(root / "photos")
-        PhotoIndex(root / "photos.db").update(root / "photos", progress=False)
+        open_photo_index(root / "photos.db", create=True).update(root / "photos", progress=False)
         app = create_app(root / "photos.db", thumbnail_dir=root / "thumbs")
         with live_server(app, timeout=120) as url, sync_playwright() as pw:
             browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)

@@ -35,7 +35,7 @@ class FakeModel:
     dim = 3
     model_id = "fake-colour-v1"
 
-    def embed_images(self, images) -> np.ndarray:
+    def embed_images(self, images, *, progress=False, cache=True) -> np.ndarray:
         out = []
         for image in images:
             if not isinstance(image, Image.Image):
@@ -43,7 +43,7 @@ class FakeModel:
             out.append(_unit(np.asarray(image.convert("RGB"), dtype=np.float32).mean(axis=(0, 1))))
         return np.stack(out)
 
-    def embed_texts(self, texts) -> np.ndarray:
+    def embed_texts(self, texts, *, progress=False) -> np.ndarray:
         out = []
         for text in texts:
             v = sum((WORD_VECTORS[w] for w in text.lower().split() if w in WORD_VECTORS),

@@ -230,7 +230,7 @@ def docs_screenshot(out: Path, query: str = "?q=grass&after=2022&place=Portugal"
     from test_server_filters import exif_bytes
 
     from xmodal.cli.demo_cmd import copy_sample_photos
-    from xmodal.index import PhotoIndex
+    from xmodal.factory import open_photo_index
     from xmodal.server import create_app
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -244,7 +244,7 @@ def docs_screenshot(out: Path, query: str = "?q=grass&after=2022&place=Portugal"
             photos.mkdir(exist_ok=True)
             Image.open(src).convert("RGB").save(photos / f"{src.stem}.jpg", "JPEG", quality=90,
                                                 exif=exif_bytes(taken, place, camera))
-        PhotoIndex(root / "photos.db").update(photos, progress=False)
+        open_photo_index(root / "photos.db", create=True).update(photos, progress=False)
         app = create_app(root / "photos.db", thumbnail_dir=root / "thumbs")
         with live_server(app, timeout=120) as url, chromium() as browser:
             page = browser.new_page(viewport={"width": 1000, "height": 620})

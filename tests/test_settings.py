@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from xmodal.cli import app
 from xmodal.errors import XmodalError
-from xmodal.models.registry import list_models
+from xmodal.factory import list_models
 from xmodal.recipes import all_settings, get_setting
 
 

@@ -16,8 +16,8 @@ import pytest
 from scipy import sparse
 
 from xmodal.eval.protocols import Direction, Protocol
-from xmodal.models import load
-from xmodal.models.registry import get_scorer
+from xmodal.factory import load_saved_model as load
+from xmodal.factory import get_scorer
 from xmodal.recipes import all_settings
 
 SETTINGS = all_settings()
@@ -229,7 +229,8 @@ def test_nearest_neighbour_contract():
 
 @pytest.mark.parametrize("name", ["dual", "efficientnet-minilm-zeroshot"])
 def test_dual_setting_contract(name, tmp_path):
-    from xmodal.models.dual import DualEncoder, load_embedding_model
+    from xmodal.factory import load_embedding_model
+    from xmodal.models.dual import DualEncoder
 
     setting = SETTINGS[name]
     model = load_embedding_model(setting.feature_params["spec"])

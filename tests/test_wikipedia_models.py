@@ -14,7 +14,7 @@ from xmodal.errors import XmodalError
 from xmodal.models import rasiwasia as R
 from xmodal.models.cca import LinearCCA
 from xmodal.models.distances import similarity
-from xmodal.models.registry import list_models
+from xmodal.factory import list_models
 from xmodal.recipes import get_setting
 from xmodal.recipes import wikipedia as wiki
 from xmodal.recipes.settings import frozen
@@ -188,7 +188,7 @@ def test_query_expansion_matches_a_loop_over_queries(tmp_path):
     # the registry scores each direction with its own expansion
     assert get_setting("ksm-qe").scorer("wikipedia").per_direction
     model.save(tmp_path / "qe")
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
 
     assert get_scorer(str(tmp_path / "qe"), "wikipedia").per_direction
 
@@ -246,7 +246,7 @@ def test_eval_models_follow_direction_ids_and_reject_other_protocols(monkeypatch
     with pytest.raises(XmodalError):
         get_setting("scm").scorer("flickr8k-hodosh")
     # a saved model directory is found through the registry by its "type"
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
 
     ref.save(tmp_path / "m")
     s2 = get_scorer(str(tmp_path / "m"), "wikipedia")(protocol, protocol.directions["i2t"], 0)
@@ -294,7 +294,7 @@ def test_ksm_qe_reaches_the_issue_goal_through_the_eval_path(wikipedia_root):
     average MAP >= 0.30 (SCM: 0.252 in the paper), image query 0.348, text query 0.276."""
     from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import direction_scores, evaluate
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
 
     protocol = get_protocol("wikipedia", wikipedia_root.parent)
     wiki.clear_fitted()

@@ -93,7 +93,7 @@ def demo_command(
 
       xmodal demo ~/Pictures --db photos.db -q "a dog on a beach" -q "a birthday cake"
     """
-    from xmodal.index import PhotoIndex
+    from xmodal.factory import open_photo_index
 
     out = Console(soft_wrap=False)  # results on stdout; progress on stderr
     say = console.print if as_json else out.print  # keep stdout pure JSON with --json
@@ -104,7 +104,7 @@ def demo_command(
             copied = copy_sample_photos(folder)
             say(f"copied {len(copied)} sample photographs to {folder}: {_names(copied)}")
         db_path = db if db is not None else Path(tmp) / "demo.db"
-        index = PhotoIndex(db_path, model_spec=model)
+        index = open_photo_index(db_path, model, create=True)
         stats = index.update(folder, progress=True)
         say(
             f"indexed {stats.added + stats.updated} photos ({stats.unchanged} unchanged, "

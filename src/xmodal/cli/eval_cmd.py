@@ -103,7 +103,7 @@ def eval_command(
     from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import evaluate, run_eval
     from xmodal.eval.score_files import load_score_file
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
 
     protocol, model = protocols[0], models[0]
     data = data_map.get(protocol, data_map.get(""))

@@ -19,9 +19,9 @@ MODEL_HELP = (
 
 
 def _open(db: Path | None, model: str | None, create: bool = False):
-    from xmodal.index import PhotoIndex
+    from xmodal.factory import open_photo_index
 
-    return PhotoIndex(db, model_spec=model, create=create)
+    return open_photo_index(db, model, create=create)
 
 
 FILTER_HELP = "Filters (combine freely)"
@@ -151,10 +151,10 @@ def index_command(
     from xmodal.data.folder import read_captions
 
     if not folder.expanduser().is_dir():
-        from xmodal.index import default_db_path
+        from xmodal.index import PhotoIndex, default_db_path
 
         if (db or default_db_path()).exists():  # says how to forget a folder indexed before
-            _open(db, model).update(folder)
+            PhotoIndex(db, create=False).update(folder)
         raise XmodalError(f"not a folder: {folder}")
     caps = read_captions(captions) if captions is not None else None
     index = _open(db, model, create=True)
@@ -254,17 +254,13 @@ def search_command(
     if not text.strip():
         raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
     if ann is not None:
-        from types import SimpleNamespace
-
         from xmodal.scale.ann_search import search_text
 
         if like or unlike or any((after, before, place, near, km, camera, under)) \
                 or sort != "relevance":
             raise XmodalError("--ann searches take a sentence only: filters, --like, --not and "
                               "--sort work on a photo database (--db)")
-        hits = [SimpleNamespace(**h, to_dict=lambda h=h: h)
-                for h in search_text(ann, text, k, nprobe)]
-        _print_results(f"search: {text}", hits, as_json, text)
+        _print_results(f"search: {text}", search_text(ann, text, k, nprobe), as_json, text)
         return
     filters = _filters(after, before, place, near, km, camera, under)
     index = _open(db, model)
@@ -320,9 +316,10 @@ def describe_command(
 
       xmodal describe photo.jpg --captions captions.txt -k 3
     """
-    from xmodal.index.photo_index import load_model, rank_captions
+    from xmodal.factory import load_embedding_model
+    from xmodal.index.photo_index import rank_captions
 
-    ranked = rank_captions(load_model(model), str(image), _caption_pool(captions), k)
+    ranked = rank_captions(load_embedding_model(model), str(image), _caption_pool(captions), k)
     if as_json:
         typer.echo(
             json.dumps(

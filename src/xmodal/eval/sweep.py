@@ -7,7 +7,7 @@
   done. A cell whose file exists is finished: a resumed sweep (the same command after a crash or
   ``kill -9``) loads it and recomputes nothing.
 - ``cache/<model>/<dataset>.npz``: image and text embeddings of embedding models
-  (:func:`xmodal.models.embedding_specs.embedding_model`), keyed by image file (path, size,
+  (:func:`xmodal.factory.embedding_model_or_none`), keyed by image file (path, size,
   mtime) and by text, per dataset folder, so protocols over the same photos (``flickr8k-5cap``,
   ``skimage-ood``) embed them once. Other models (``random``, kernel models) are scored afresh.
 - ``errors.json``: cells that could not run (a model that does not apply to a protocol, data
@@ -170,12 +170,11 @@ def run_cell(protocol, protocol_name: str, model: str, out: Path, seed: int,
     """One cell's report (per-query values included)."""
     from xmodal.eval.benchmark_protocols import fold_scores
     from xmodal.eval.runner import direction_scores, evaluate
-    from xmodal.models.embedding_specs import embedding_model
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import embedding_model_or_none, get_scorer
 
     t0 = time.perf_counter()
     if model not in models:
-        models[model] = embedding_model(model, protocol_name)
+        models[model] = embedding_model_or_none(model, protocol_name)
     emb = models[model]
     if emb is not None:
         cache = EmbeddingCache(out / CACHE / slug(model) / f"{dataset_key(protocol)}.npz")

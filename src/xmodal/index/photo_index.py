@@ -4,6 +4,7 @@ The CLI (``xmodal index / search / similar / describe / demo``) and the HTTP ser
 this. Public surface::
 
     index = PhotoIndex(db_path=None, model=None, model_spec=None, create=True)
+    # model: an EmbeddingModel (xmodal.factory.load_embedding_model(spec) builds one)
     index.update(folder, captions=None, progress=True, on_batch=None) -> UpdateStats
     index.search(sentence, k=10, offset=0) -> list[SearchResult]      # SearchResult(path, score)
     index.similar(image_path, k=10) -> list[SearchResult]             # the image itself excluded
@@ -14,9 +15,12 @@ this. Public surface::
     index.stats() -> dict; index.skipped() -> [(path, reason)]; index.captions() -> [(path, text)]
     index.rebuild_ann() -> int; index.close()
 
-With neither ``model`` nor ``model_spec``, an existing database is queried with the model it was
-indexed with (recorded in it); a new one uses the default model. Searching with a different
-model raises XmodalError saying to re-index. Not thread-safe: use one PhotoIndex per thread
+The index receives its model (an :class:`~xmodal.models.embedding.EmbeddingModel`); it never
+builds one from a name. It records the model's id and ``model_spec`` (the spec the caller built
+it from) in the database: ``index.model_spec`` of an index opened without a spec is the recorded
+one, so a caller can build the same model again; searching with a different model raises
+XmodalError saying to re-index. Without a model the index still lists, forgets, prunes and
+rebuilds its ANN structure (with the recorded model id); embedding needs one. Not thread-safe: use one PhotoIndex per thread
 (SQLite connections belong to the thread that opened them); several processes may share a
 database (WAL), one of them indexing while the others search.
 """
@@ -24,8 +28,6 @@ database (WAL), one of them indexing while the others search.
 from __future__ import annotations
 
 import hashlib
-import importlib
-import inspect
 import json
 import os
 import sys
@@ -48,7 +50,9 @@ from xmodal.index.metadata import PhotoMeta, place_name, read_metadata
 from xmodal.index.query import Term, combine, parse_query
 from xmodal.index.scan import BAD_NAME, load_checked, read_bytes, walk_images
 from xmodal.index.store import Store
+from xmodal.models.embedding import EmbeddingModel
 
+LOADERS = 2  # threads reading, hashing and decoding files while the model embeds
 BATCH = 16  # images embedded and committed per transaction
 DATE_SORT_POOL = 100  # sorted by date: the best this many matches (past the cutoff), by date
 SORTS = ("relevance", "date", "oldest")
@@ -61,24 +65,6 @@ def default_db_path() -> Path:
         return Path(env).expanduser()
     base = Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share"))
     return base / "xmodal" / "photos.db"
-
-
-def load_model(spec: str | None) -> Any:
-    """An embedding model from a spec: None / "dual" (the default), a saved model directory,
-    ``openclip:ARCH:CHECKPOINT``, or ``python:module:factory`` for a custom model object with
-    ``embed_images``, ``embed_texts`` and ``dim``."""
-    if spec and spec.startswith("python:"):
-        _, module, attr = (spec.split(":", 2) + ["", ""])[:3]
-        if not module or not attr:
-            raise XmodalError(f"model spec {spec!r}: expected python:MODULE:FACTORY")
-        try:
-            factory = getattr(importlib.import_module(module), attr)
-        except (ImportError, AttributeError) as exc:
-            raise XmodalError(f"cannot load model {spec!r}: {exc}") from exc
-        return factory()
-    from xmodal.models.dual import load_embedding_model
-
-    return load_embedding_model(spec)
 
 
 def model_id(model: Any, spec: str | None) -> str:
@@ -185,14 +171,14 @@ class PhotoIndex:
     def __init__(
         self,
         db_path: str | os.PathLike | None = None,
-        model: Any = None,
+        model: EmbeddingModel | None = None,
         model_spec: str | None = None,
         create: bool = True,
     ):
         self.db_path = Path(db_path).expanduser() if db_path else default_db_path()
         self.store = Store(self.db_path, create=create)
         if model is None and model_spec is None:
-            # query with the model the collection was indexed with ("" = the default model)
+            # the spec the collection was indexed with ("" = the default model)
             model_spec = self.store.get_meta("model_spec") or None
         self.model_spec = model_spec
         self._model = model
@@ -201,16 +187,32 @@ class PhotoIndex:
 
     # ----- model ----------------------------------------------------------------------------
     @property
-    def model(self) -> Any:
+    def model(self) -> EmbeddingModel:
         if self._model is None:
-            self._model = load_model(self.model_spec)
+            raise XmodalError(
+                f"{self.db_path} was opened without a model: pass one, e.g. "
+                f"PhotoIndex(db, xmodal.factory.load_embedding_model({self.model_spec!r}))")
         return self._model
+
+    def use_model(self, model: EmbeddingModel) -> PhotoIndex:
+        """Give an index opened without a model its model (e.g. one built from the recorded
+        ``model_spec``); returns the index."""
+        self._model, self._model_id, self._ann = model, None, None
+        return self
 
     @property
     def model_id(self) -> str:
+        """The id of the model's embedding space; without a model, the recorded one."""
         if self._model_id is None:
-            self._model_id = model_id(self.model, self.model_spec)
+            self._model_id = (model_id(self._model, self.model_spec) if self._model is not None
+                              else self.store.get_meta("model") or "")
         return self._model_id
+
+    @property
+    def dim(self) -> int:
+        if self._model is not None:
+            return int(self._model.dim)
+        return int(self.store.get_meta("dim", "0") or 0)
 
     def _check_model(self) -> None:
         """Queries must be embedded by the model that embedded the collection."""
@@ -227,7 +229,7 @@ class PhotoIndex:
     @property
     def ann(self) -> AnnIndex:
         if self._ann is None or self._ann.model_id != self.model_id:
-            self._ann = AnnIndex(self.store, self.model_id, int(self.model.dim))
+            self._ann = AnnIndex(self.store, self.model_id, self.dim)
         return self._ann
 
     def close(self) -> None:
@@ -308,13 +310,19 @@ class PhotoIndex:
         # read, hash and decode the next batch in a thread while the model embeds this one
         # (file reads, hashing and PIL decoding release the GIL)
         threads = torch_threads(indexing_threads(), self.model)
+        square = getattr(self.model, "image_input_size", None)
+
+        def start(batch):  # the loaders work through a batch file by file, in any order
+            return [pool.submit(_load_file, info, rec, mid, indexed, square)
+                    for info, rec in batch]
+
         t_embed = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=1) as pool, threads:
-            pending = pool.submit(_load_batch, batches[0], mid, indexed) if batches else None
+        with ThreadPoolExecutor(max_workers=LOADERS) as pool, threads, blas_single_thread():
+            pending = start(batches[0]) if batches else []
             for n, batch in enumerate(batches):
-                loaded = pending.result()
+                loaded = _gather(f.result() for f in pending)
                 if n + 1 < len(batches):
-                    pending = pool.submit(_load_batch, batches[n + 1], mid, indexed)
+                    pending = start(batches[n + 1])
                 self._embed_and_commit(stats, mid, loaded)
                 bar.update(len(batch))
                 stats.embed_s = time.perf_counter() - t_embed
@@ -723,28 +731,47 @@ class _Loaded:
     meta: dict[str, PhotoMeta] = field(default_factory=dict)  # by path
 
 
-def _load_batch(batch: list[tuple[Any, Any]], mid: str, indexed: set[str]) -> _Loaded:
-    """Read each file once: hash its bytes, read its metadata, then decode them unless the
-    content is unchanged or indexed already (``indexed``: SHA-1s with a vector of ``mid``)."""
+def _load_file(info, rec, mid: str, indexed: set[str], square: int | None):
+    """Read a file once: hash its bytes, read its metadata, then decode them unless the content
+    is unchanged or indexed already (``indexed``: SHA-1s with a vector of ``mid``); decoded to
+    ``square`` x ``square`` when the model says what its image tower reads. Returns (which list
+    of :class:`_Loaded`, its entry, the metadata or None)."""
+    data, reason = read_bytes(info.path)
+    if data is None:
+        return "bad", (info, None, rec, reason), None
+    sha1 = hashlib.sha1(data).hexdigest()
+    if rec is not None and rec.sha1 == sha1 and rec.vector_model == mid:
+        kind, entry = "same", (info, rec)
+    elif sha1 in indexed:
+        kind, entry = "known", (info, sha1, rec)
+    else:
+        image, reason = load_checked(info.path, data, square)
+        if image is None:
+            return "bad", (info, sha1, rec, reason), None
+        kind, entry = "good", (info, sha1, rec, image)
+    return kind, entry, read_metadata(info.path, data, info.mtime_ns)
+
+
+def _gather(outcomes) -> _Loaded:
+    """One batch's :func:`_load_file` outcomes, in file order, as a :class:`_Loaded`."""
     out = _Loaded()
-    for info, rec in batch:
-        data, reason = read_bytes(info.path)
-        if data is None:
-            out.bad.append((info, None, rec, reason))
-            continue
-        sha1 = hashlib.sha1(data).hexdigest()
-        if rec is not None and rec.sha1 == sha1 and rec.vector_model == mid:
-            out.same.append((info, rec))
-        elif sha1 in indexed:
-            out.known.append((info, sha1, rec))
-        else:
-            image, reason = load_checked(info.path, data)
-            if image is None:
-                out.bad.append((info, sha1, rec, reason))
-                continue
-            out.good.append((info, sha1, rec, image))
-        out.meta[info.path] = read_metadata(info.path, data, info.mtime_ns)
+    for kind, entry, meta in outcomes:
+        getattr(out, kind).append(entry)
+        if meta is not None:
+            out.meta[entry[0].path] = meta
     return out
+
+
+@contextmanager
+def blas_single_thread() -> Iterator[None]:
+    """numpy's BLAS on one thread inside the block: the heads' small products gain nothing from
+    a second thread, whose pool spins after each product and takes the core ONNX Runtime and
+    the loaders need (measured in benchmarks/results/index_profile.json: 1.7 s of spinning CPU
+    per 400 photos; 84 -> 104 images/s with OPENBLAS_NUM_THREADS=1)."""
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 @contextmanager
@@ -797,28 +824,17 @@ def indexing_threads() -> int | None:
     return 1 if busy else None
 
 
-def _call_embed(method: Callable, items: list[Any], **wanted: Any) -> np.ndarray:
-    """Call ``embed_images``/``embed_texts`` with the keyword options the model accepts
-    (``progress=False``; ``cache=False`` for images: the photo index is its own cache)."""
-    try:
-        params = inspect.signature(method).parameters
-        takes_any = any(p.kind is p.VAR_KEYWORD for p in params.values())
-        kwargs = {k: v for k, v in wanted.items() if takes_any or k in params}
-    except (TypeError, ValueError):
-        kwargs = {}
-    return np.asarray(method(items, **kwargs), dtype=np.float32)
+def _embed_images(model: EmbeddingModel, images: list[Any]) -> np.ndarray:
+    # no feature cache: the photo index is its own cache
+    return np.asarray(model.embed_images(images, progress=False, cache=False), np.float32)
 
 
-def _embed_images(model: Any, images: list[Any]) -> np.ndarray:
-    return _call_embed(model.embed_images, images, progress=False, cache=False)
-
-
-def _embed_texts(model: Any, texts: list[str]) -> np.ndarray:
-    return _call_embed(model.embed_texts, texts, progress=False)
+def _embed_texts(model: EmbeddingModel, texts: list[str]) -> np.ndarray:
+    return np.asarray(model.embed_texts(texts, progress=False), np.float32)
 
 
 def rank_captions(
-    model: Any, image: Any, captions: list[str], k: int = 5
+    model: EmbeddingModel, image: Any, captions: list[str], k: int = 5
 ) -> list[tuple[str, float]]:
     """The ``k`` captions of a pool that best describe ``image`` (a path or a PIL image)."""
     texts = [c.strip() for c in captions if isinstance(c, str) and c.strip()]

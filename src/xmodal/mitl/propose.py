@@ -43,7 +43,7 @@ def load_annotator(spec: str, protocol: Protocol, seed: int = 0) -> Annotator:
     """A registered model name, a saved model directory, or a .npy/.npz score file."""
     from xmodal.eval.runner import direction_scores
     from xmodal.eval.score_files import load_score_file
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
 
     name, source = parse_spec(spec)
     if source.endswith((".npy", ".npz")):

@@ -1,9 +1,6 @@
 """Models: scikit-learn style estimators that produce score matrices S[n_images, n_texts].
 
-``load(path)`` opens any saved model directory (:mod:`xmodal.models.modeldir`).
+Saved models are directories in one format (:mod:`xmodal.models.modeldir`); models with a joint
+space satisfy :class:`xmodal.models.embedding.EmbeddingModel`. Specs (names, directories,
+``openclip:``, ``python:``) are resolved by :mod:`xmodal.factory`.
 """
-
-from xmodal.models.modeldir import load
-from xmodal.models.registry import get_scorer, list_models
-
-__all__ = ["get_scorer", "list_models", "load"]

@@ -15,10 +15,9 @@ embedding. The final embeddings are the L2-normalised concatenations
 
 Public surface::
 
-    from xmodal.models.dual import load_embedding_model
+    from xmodal.factory import load_embedding_model  # every model spec (xmodal.factory)
     model = load_embedding_model()                 # the default shipped in xmodal/assets/dual
     model = load_embedding_model("path/to/saved")  # a directory written by model.save()
-    model = load_embedding_model("openclip:ViT-B-32:/path/to/ckpt.pt")  # needs open-clip-torch
     E = model.embed_images(["a.jpg", pil_image])   # (n, model.dim) float32, unit rows
     T = model.embed_texts(["a cat on a sofa"])     # (m, model.dim) float32, unit rows
     S = model.score(images, texts)                 # (n, m) = E @ T.T, minus caption offsets
@@ -34,7 +33,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Any
-from typing import Protocol as TypingProtocol
 
 import numpy as np
 
@@ -45,16 +43,6 @@ from xmodal.models.modeldir import (dequantize_rows, quantize_rows, read_model_d
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "dual"
 MODEL_TYPE = "dual-encoder"
 CLASS_PROMPT = "a photo of a {}."
-
-
-class EmbeddingModel(TypingProtocol):
-    dim: int
-
-    def embed_images(self, images: list[Any]) -> np.ndarray: ...
-
-    def embed_texts(self, texts: list[str]) -> np.ndarray: ...
-
-    def score(self, images: list[Any], texts: list[str]) -> np.ndarray: ...
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:
@@ -130,6 +118,14 @@ class DualEncoder:
     @property
     def has_heads(self) -> bool:
         return self.heads_ is not None
+
+    @property
+    def image_input_size(self) -> int:
+        """The side of the square images the image tower reads (a photo index decodes straight
+        to it)."""
+        from xmodal.features.weights import get_backbone
+
+        return get_backbone(self.image_backbone).image_size
 
     @property
     def dim(self) -> int:
@@ -387,27 +383,12 @@ def default_model() -> DualEncoder:
     return _DEFAULT
 
 
-def load_embedding_model(spec: str | os.PathLike | None = None) -> EmbeddingModel:
-    """A joint-space model from a spec.
-
-    - ``None``, ``"dual"`` or ``"default"``: the shipped default dual encoder;
-    - ``"efficientnet-minilm-zeroshot"``: the training-free bridge alone;
-    - a directory written by ``DualEncoder.save`` (``config.json`` with type dual-encoder);
-    - ``"openclip:ARCH:CHECKPOINT_PATH"``: an open_clip model (``pip install open-clip-torch``).
-    """
-    if spec is None or str(spec) in ("dual", "default"):
+def named(name: str | None = None) -> DualEncoder:
+    """The dual encoder's own named models: None, ``"dual"`` or ``"default"`` (the shipped
+    model) and ``"efficientnet-minilm-zeroshot"`` (the training-free bridge alone). Every other
+    spec is resolved by :mod:`xmodal.factory`."""
+    if name in (None, "dual", "default"):
         return default_model()
-    spec = str(spec)
-    if spec == "efficientnet-minilm-zeroshot":
+    if name == "efficientnet-minilm-zeroshot":
         return DualEncoder(bridge_weight=1.0)
-    if spec.startswith("openclip:"):
-        from xmodal.models.openclip_backend import load_openclip_spec
-
-        return load_openclip_spec(spec)
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        return DualEncoder.load(path)
-    raise XmodalError(
-        f"unknown embedding model {spec!r}: use a saved model directory, 'dual', "
-        "'efficientnet-minilm-zeroshot' or 'openclip:ARCH:CHECKPOINT_PATH'"
-    )
+    raise XmodalError(f"unknown dual encoder {name!r}: 'dual' or 'efficientnet-minilm-zeroshot'")

@@ -1,46 +1,35 @@
-"""Score protocols with any embedding model: ``python:module:factory`` objects and precomputed
-embeddings (``.npz``), so a model from any framework can be evaluated.
+"""Score protocols with any embedding model, and with precomputed embeddings (``.npz``), so a
+model from any framework can be evaluated. :mod:`xmodal.factory` builds these scorers.
 
-- ``python:MODULE:FACTORY``: ``FACTORY()`` returns an object with ``embed_images(paths)`` and
-  ``embed_texts(texts)`` (resolved by :func:`xmodal.index.photo_index.load_model`, the same spec
-  ``xmodal index --model`` takes). Scores are cosines.
-- ``FILE.npz`` with ``image_ids``, ``image_emb`` (n x d), ``text_ids``, ``text_emb`` (m x d):
-  embeddings computed elsewhere; rows are matched to the protocol's ids (a missing id is an
-  error naming it), scores are cosines.
-
-:func:`embedding_model` tells the sweep (:mod:`xmodal.eval.sweep`) which model specs embed, so it
-can cache their image and text embeddings per dataset.
+- :class:`EmbeddingScorer`: cosines of an :class:`~xmodal.models.embedding.EmbeddingModel`'s
+  image and text embeddings (minus the model's caption offsets when it has them); ``model`` is
+  exposed so the sweep (:mod:`xmodal.eval.sweep`) can cache the embeddings per dataset.
+- :class:`PrecomputedEmbeddings`: ``FILE.npz`` with ``image_ids``, ``image_emb`` (n x d),
+  ``text_ids``, ``text_emb`` (m x d): embeddings computed elsewhere; rows are matched to the
+  protocol's ids (a missing id is an error naming it), scores are cosines.
 """
 
 from __future__ import annotations
 
-import inspect
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from xmodal.errors import XmodalError
+from xmodal.models.embedding import EmbeddingModel, empty_rows
 
 
-def _call(fn, items: list) -> np.ndarray:
-    try:
-        takes_progress = "progress" in inspect.signature(fn).parameters
-    except (TypeError, ValueError):
-        takes_progress = False
-    return np.asarray(fn(items, progress=False) if takes_progress else fn(items), np.float32)
-
-
-def embed_images(model: Any, paths: list) -> np.ndarray:
+def embed_images(model: EmbeddingModel, paths: list) -> np.ndarray:
     if not paths:
-        return np.zeros((0, int(getattr(model, "dim", 0))), np.float32)
-    return _call(model.embed_images, list(paths))
+        return empty_rows(model)
+    return np.asarray(model.embed_images(list(paths), progress=False), np.float32)
 
 
-def embed_texts(model: Any, texts: list[str]) -> np.ndarray:
+def embed_texts(model: EmbeddingModel, texts: list[str]) -> np.ndarray:
     if not texts:
-        return np.zeros((0, int(getattr(model, "dim", 0))), np.float32)
-    return _call(model.embed_texts, list(texts))
+        return empty_rows(model)
+    return np.asarray(model.embed_texts(list(texts), progress=False), np.float32)
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -73,7 +62,7 @@ class EmbeddingScorer:
 
     per_direction = False
 
-    def __init__(self, model: Any, spec: str) -> None:
+    def __init__(self, model: EmbeddingModel, spec: str) -> None:
         self.model, self.spec = model, spec
 
     def __call__(self, protocol, direction, seed: int = 0) -> np.ndarray:
@@ -125,41 +114,3 @@ class PrecomputedEmbeddings:
         ii = self._rows("image", self.image_index, list(direction.image_ids), protocol)
         tt = self._rows("text", self.text_index, list(direction.text_ids), protocol)
         return _unit(self.image_emb[ii]) @ _unit(self.text_emb[tt]).T
-
-
-def spec_scorer(spec: str) -> EmbeddingScorer | PrecomputedEmbeddings:
-    """The scorer of a ``python:`` spec or an ``.npz`` of embeddings."""
-    if spec.startswith("python:"):
-        from xmodal.index.photo_index import load_model
-
-        return EmbeddingScorer(load_model(spec), spec)
-    return PrecomputedEmbeddings(spec)
-
-
-def embedding_model(spec: str, protocol_name: str = "") -> Any | None:
-    """The embedding model behind ``spec`` when it is one (``python:``, ``openclip:``, a saved
-    dual-encoder directory, a registered dual-encoder setting), else None."""
-    if spec.startswith("python:"):
-        from xmodal.index.photo_index import load_model
-
-        return load_model(spec)
-    from xmodal.models.dual import load_embedding_model
-
-    if spec.startswith("openclip:"):
-        return load_embedding_model(spec)
-    path = Path(spec).expanduser()
-    if path.is_dir():
-        from xmodal.models.modeldir import read_config
-
-        return load_embedding_model(path) if read_config(path).get("type") == "dual-encoder" \
-            else None
-    from xmodal.recipes.settings import all_settings
-
-    s = all_settings().get(spec)
-    if (s is None or s.estimator != "xmodal.models.dual:DualEncoder"
-            or "spec" not in s.feature_params):
-        return None
-    if s.protocols and protocol_name and protocol_name not in s.protocols:
-        raise XmodalError(f"model {s.name!r} scores the protocol(s) {', '.join(s.protocols)}, "
-                          f"not {protocol_name!r}")
-    return load_embedding_model(s.feature_params["spec"])

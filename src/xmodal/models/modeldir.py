@@ -6,13 +6,13 @@ e.g. a vocabulary) and ``provenance`` (what produced the model). ``arrays.npz`` 
 array; it is read with ``allow_pickle=False``. Nothing else is written, nothing is pickled.
 
 Each estimator class declares ``SAVE_TYPE`` / ``SAVE_VERSION`` and implements ``save(path)`` /
-``load(path)`` with :func:`write_model_dir` / :func:`read_model_dir`; :func:`load` opens any
-saved model by its ``type``.
+``load(path)`` with :func:`write_model_dir` / :func:`read_model_dir`;
+:func:`xmodal.factory.load_saved_model` opens any saved model by its ``type`` (the table of
+types is :data:`xmodal.factory.SAVED_TYPES`).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import zipfile
@@ -26,23 +26,6 @@ from xmodal.errors import XmodalError
 
 CONFIG_FILE = "config.json"
 ARRAYS_FILE = "arrays.npz"
-
-# type -> "module:Class" of the estimator that reads it (imported only when needed)
-MODEL_TYPES: dict[str, str] = {
-    "kcca": "xmodal.models.kcca:KCCA",
-    "hodosh-kcca": "xmodal.models.hodosh:HodoshKCCA",
-    "wikipedia-cm": "xmodal.models.rasiwasia:CorrelationMatching",
-    "wikipedia-sm": "xmodal.models.rasiwasia:SemanticMatching",
-    "wikipedia-scm": "xmodal.models.rasiwasia:SemanticCorrelationMatching",
-    "wikipedia-ksm": "xmodal.models.rasiwasia:KernelSemanticMatching",
-    "wikipedia-ksm-qe": "xmodal.models.rasiwasia:ExpandedKernelSemanticMatching",
-    "cmrm": "xmodal.models.relevance:CMRM",
-    "crm": "xmodal.models.relevance:CRM",
-    "keyword_head": "xmodal.models.tagger:KeywordHead",
-    "dual-encoder": "xmodal.models.dual:DualEncoder",
-    "gist-coordinate-ascent": "xmodal.gist.rank:CoordinateAscentRanker",
-}
-
 
 @dataclass(frozen=True)
 class SavedModel:
@@ -68,8 +51,6 @@ def write_model_dir(
     provenance: dict[str, Any] | None = None,
 ) -> Path:
     """Write a model directory (created if needed) and return its path."""
-    if type not in MODEL_TYPES:
-        raise XmodalError(f"model type {type!r} is not registered in xmodal.models.modeldir")
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
     config = {"type": type, "version": int(version), "params": params, "state": state or {},
@@ -135,18 +116,3 @@ def quantize_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def dequantize_rows(codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
     """(rows, d) float32 from :func:`quantize_rows`' codes and scales."""
     return codes.astype(np.float32) * scales.astype(np.float32)[:, None]
-
-
-def model_class(type: str, where: str = "") -> type:
-    """The estimator class registered for a saved-model ``type``."""
-    if type not in MODEL_TYPES:
-        raise XmodalError(f"{where or 'model'}: unknown model type {type!r}; known types: "
-                          f"{sorted(MODEL_TYPES)}")
-    module, name = MODEL_TYPES[type].split(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def load(path: str | os.PathLike):
-    """The estimator saved in directory ``path``, whatever its type."""
-    config = read_config(path)
-    return model_class(config.get("type"), str(Path(path) / CONFIG_FILE)).load(path)

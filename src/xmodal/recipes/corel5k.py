@@ -158,5 +158,3 @@ SETTINGS = [
          "F1 on the training set, pre-registered (xmodal reproduce corel5k --part nested-crm; "
          f"{REPORT})"),
 ]
-
-SAVED_MODEL_SCORERS = {"cmrm": saved_scorer, "crm": saved_scorer}

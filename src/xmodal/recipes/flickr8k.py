@@ -163,19 +163,19 @@ def saved_hodosh_scorer(model: Any, path: Any, protocol_name: str):
 
 
 def _dual_scorer(setting: Setting, protocol_name: str):
-    from xmodal.models.dual import load_embedding_model
+    from xmodal.models.dual import named
 
-    return embedding_scorer(load_embedding_model(setting.feature_params["spec"]))
+    return embedding_scorer(named(setting.feature_params["spec"]))
 
 
 def _dual_qb_scorer(setting: Setting, protocol_name: str):
     """The default model's cosines, querybank-normalised against its own training data."""
-    from xmodal.models.dual import load_embedding_model
+    from xmodal.models.dual import named
     from xmodal.models.querybank import QuerybankNorm
     from xmodal.recipes.querybank import check_disjoint, training_bank
 
     spec = setting.feature_params["spec"]
-    model = load_embedding_model(spec)
+    model = named(spec)
 
     def scorer(protocol, direction, seed: int = 0) -> np.ndarray:
         paths = _image_paths(protocol, direction)
@@ -328,5 +328,3 @@ SETTINGS = [
             "Flickr8K-only tagger (no fitted parameters beyond the tagger's)",
             (), _tagger_scorer),
 ]
-
-SAVED_MODEL_SCORERS = {"hodosh-kcca": saved_hodosh_scorer, "dual-encoder": embedding_scorer}

@@ -107,7 +107,3 @@ SETTINGS = [
               "text_gamma": 2.0, "expansion_k": 40, "expansion_weight": 0.3, "metric": "dot"},
              f"ours, pre-registered before its first test run; text kernel and expansion by {CV}"),
 ]
-
-# saved-model types this recipe scores (see xmodal.models.registry)
-SAVED_MODEL_SCORERS = {t: saved_scorer for t in ("wikipedia-cm", "wikipedia-sm", "wikipedia-scm",
-                                                 "wikipedia-ksm", "wikipedia-ksm-qe")}

@@ -78,7 +78,7 @@ def evaluate_models(models=MODELS, protocols=PROTOCOLS, data=None) -> dict:
     """``{protocol: {model: {direction: metrics}}}`` as ``xmodal eval`` computes them."""
     from xmodal.errors import XmodalError
     from xmodal.eval.runner import run_eval
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
 
     out: dict = {}
     for p in protocols:
@@ -230,7 +230,7 @@ def ood_check(specs=("dual",), data=None) -> dict:
     skimage-ood -m SPEC`` prints)."""
     from xmodal.eval.protocols import get_protocol
     from xmodal.eval.runner import run_eval
-    from xmodal.models.registry import get_scorer
+    from xmodal.factory import get_scorer
 
     proto = get_protocol("skimage-ood", data)
     out = {}
@@ -464,13 +464,13 @@ def reproduce(evaluate: bool = True, ood=("dual",), variant_names=(), ensemble_n
         res["train_cli" if full else "train_cli_stage2"] = {
             **train_cli(None if full else train_cli_from, data), "run": stamp(command)}
     if querybank_betas:  # dev only; the test numbers of dual-qb come with the test tables
-        from xmodal.models.dual import load_embedding_model
+        from xmodal.factory import load_embedding_model
         from xmodal.recipes.querybank import select_beta
 
         res["querybank"] = {**select_beta(load_embedding_model("dual"), querybank_betas,
                                           data=data, log=log), "run": stamp(command)}
     if image_bank_dims:  # dev only, images only: what ships inside the default model
-        from xmodal.models.dual import load_embedding_model
+        from xmodal.factory import load_embedding_model
         from xmodal.recipes.querybank import BETAS, select_image_bank
 
         res["image_bank"] = {**select_image_bank(load_embedding_model("dual"), image_bank_dims,

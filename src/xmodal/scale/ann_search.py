@@ -4,6 +4,7 @@ the shards.
     index = ShardIndex("photos.ann")                 # ann.json + index.faiss (+ index.ivfdata)
     scores, ids = index.search_ids(queries, k=10)    # nprobe: $XMODAL_NPROBE or the measured one
     index.paths(ids[0])                               # image paths, read from the shards
+    search_text("photos.ann", "a red bus", k=10)     # [SearchResult], as PhotoIndex.search
 
 The inverted lists stay on disk (``OnDiskInvertedLists``, memory-mapped): only the pages a query
 touches are read, so the resident memory is the coarse quantizer plus what the page cache keeps.
@@ -19,6 +20,8 @@ from pathlib import Path
 import numpy as np
 
 from xmodal.errors import XmodalError
+from xmodal.index.photo_index import SearchResult
+from xmodal.models.embedding import EmbeddingModel
 from xmodal.scale import shards as sh
 
 _CWD_LOCK = threading.Lock()
@@ -125,23 +128,33 @@ class ShardIndex:
         return out
 
 
-def search_text(folder: str | os.PathLike, text: str, k: int = 10, nprobe: int | None = None,
-                model=None) -> list[dict]:
-    """[{"path", "score"}] of the ``k`` images best matching a sentence."""
-    from xmodal.index.photo_index import load_model, model_id
+def index_model(index: ShardIndex, model: EmbeddingModel | None = None) -> EmbeddingModel:
+    """``model``, else the model the index was built with (its ``model_spec``, through
+    :mod:`xmodal.factory`); XmodalError when its embedding space is not the index's."""
+    from xmodal.factory import load_embedding_model
+    from xmodal.index.photo_index import model_id
 
+    spec = index.meta.get("model_spec") or None
+    model = model if model is not None else load_embedding_model(spec)
+    if model_id(model, spec) != index.model_id:
+        raise XmodalError(f"{index.folder} was built with model {index.model_id}, not "
+                          f"{model_id(model, spec)}: embed and index again with this model")
+    return model
+
+
+def query_vector(model: EmbeddingModel, text: str) -> np.ndarray:
     if not isinstance(text, str) or not text.strip():
         raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
+    return np.asarray(model.embed_texts([text.strip()], progress=False), np.float32)
+
+
+def search_text(folder: str | os.PathLike, text: str, k: int = 10, nprobe: int | None = None,
+                model: EmbeddingModel | None = None) -> list[SearchResult]:
+    """The ``k`` images best matching a sentence, as :meth:`PhotoIndex.search` returns them."""
     index = ShardIndex(folder, nprobe)
-    spec = index.meta.get("model_spec") or None
-    model = model if model is not None else load_model(spec)
-    if model_id(model, spec) != index.model_id:
-        raise XmodalError(f"{folder} was built with model {index.model_id}, not "
-                          f"{model_id(model, spec)}: embed and index again with this model")
-    q = np.asarray(model.embed_texts([text.strip()], progress=False), np.float32)
-    scores, ids = index.search_ids(q, k)
-    paths = index.paths(ids[0])
-    return [{"path": p, "score": float(s)} for p, s in zip(paths, scores[0]) if p is not None]
+    scores, ids = index.search_ids(query_vector(index_model(index, model), text), k)
+    return [SearchResult(p, float(s)) for p, s in zip(index.paths(ids[0]), scores[0])
+            if p is not None]
 
 
 class AnnCollection:
@@ -152,7 +165,8 @@ class AnnCollection:
     100,000): the server serves thumbnails of results, never of arbitrary files, without holding
     every path of a 100-million-image collection in memory."""
 
-    def __init__(self, folder: str | os.PathLike, nprobe: int | None = None, model=None):
+    def __init__(self, folder: str | os.PathLike, nprobe: int | None = None,
+                 model: EmbeddingModel | None = None):
         self.index = ShardIndex(folder, nprobe)
         self._model = model
         self._returned: OrderedDict[str, None] = OrderedDict()
@@ -162,21 +176,12 @@ class AnnCollection:
         return self.index
 
     @property
-    def model(self):
+    def model(self) -> EmbeddingModel:
         if self._model is None:
-            from xmodal.index.photo_index import load_model, model_id
-
-            spec = self.index.meta.get("model_spec") or None
-            model = load_model(spec)
-            if model_id(model, spec) != self.index.model_id:
-                raise XmodalError(f"{self.index.folder} was built with model "
-                                  f"{self.index.model_id}, not {model_id(model, spec)}")
-            self._model = model
+            self._model = index_model(self.index)
         return self._model
 
-    def _hits(self, q: np.ndarray, k: int, skip: str | None = None) -> list:
-        from xmodal.index.photo_index import SearchResult
-
+    def _hits(self, q: np.ndarray, k: int, skip: str | None = None) -> list[SearchResult]:
         scores, ids = self.index.search_ids(q, k)
         out = []
         for path, score in zip(self.index.paths(ids[0]), scores[0]):
@@ -189,16 +194,12 @@ class AnnCollection:
             self._returned.popitem(last=False)
         return out
 
-    def search(self, text: str, k: int = 10, offset: int = 0, under=None) -> list:
-        if not isinstance(text, str) or not text.strip():
-            raise XmodalError("the search query is empty: give a sentence such as "
-                              "'a dog on a beach'")
+    def search(self, text: str, k: int = 10, offset: int = 0, under=None) -> list[SearchResult]:
         if under is not None:
             raise XmodalError("searching inside a folder (under) is not available with --ann")
-        q = np.asarray(self.model.embed_texts([text.strip()], progress=False), np.float32)
-        return self._hits(q, k + offset)[offset:offset + k]
+        return self._hits(query_vector(self.model, text), k + offset)[offset:offset + k]
 
-    def similar(self, image: str | os.PathLike, k: int = 10) -> list:
+    def similar(self, image: str | os.PathLike, k: int = 10) -> list[SearchResult]:
         from xmodal.index.scan import load_checked
         from xmodal.scale.embed import embed_images
 

@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from xmodal.errors import XmodalError
+from xmodal.models.embedding import EmbeddingModel
 from xmodal.scale import shards as sh
 from xmodal.scale.sources import is_uri, list_inputs, read_source
 
@@ -67,26 +68,23 @@ def decode_batch(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
             "sha1": sha1, "error": error, "pixels": pixels, "h": h, "w": w}
 
 
-def embed_images(model: Any, images: list[Any]) -> np.ndarray:
+def embed_images(model: EmbeddingModel, images: list[Any]) -> np.ndarray:
     """(n, dim) float32: the model's ``embed_images`` without progress bar or feature cache
-    (the shards are the cache), for models that take those options and models that do not."""
-    try:
-        out = model.embed_images(images, progress=False, cache=False)
-    except TypeError:
-        out = model.embed_images(images)
-    return np.asarray(out, dtype=np.float32)
+    (the shards are the cache)."""
+    return np.asarray(model.embed_images(images, progress=False, cache=False), dtype=np.float32)
 
 
 class Embedder:
     """Loads the model once; called on decoded batches, returns (..., embedding) rows."""
 
     def __init__(self, model_spec: str | None = None, threads: int | None = 1):
+        from xmodal.factory import load_embedding_model
         from xmodal.features.onnx_engine import set_inference_threads
-        from xmodal.index.photo_index import load_model, model_id
+        from xmodal.index.photo_index import model_id
 
         if threads:
             set_inference_threads(threads)
-        self.model = load_model(model_spec)
+        self.model = load_embedding_model(model_spec)
         self.model_id = model_id(self.model, model_spec)
         self.dim = int(self.model.dim)
 
@@ -171,13 +169,14 @@ def _plan(src: str, out: Path, model_spec: str | None, shard_size: int, dtype: s
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from xmodal.index.photo_index import load_model, model_id
+    from xmodal.factory import load_embedding_model
+    from xmodal.index.photo_index import model_id
 
     if dtype not in sh.DTYPES:
         raise XmodalError(f"--dtype must be one of {sh.DTYPES}, not {dtype!r}")
     if shard_size < 1:
         raise XmodalError("--shard-size must be at least 1")
-    model = load_model(model_spec)
+    model = load_embedding_model(model_spec)
     mid = model_id(model, model_spec)
     if (out / sh.MANIFEST).is_file():  # a re-run: the stored plan, never a new listing
         m = sh.read_manifest(out)

@@ -123,11 +123,9 @@ class Backends:
                     f"photo index {self.db_path} does not exist: build it with "
                     f"'xmodal index FOLDER --db {self.db_path}'",
                 )
-            from xmodal.index import PhotoIndex
+            from xmodal.factory import open_photo_index
 
-            self._index = PhotoIndex(
-                self.db_path, model=self._model, model_spec=self.model_spec, create=False
-            )
+            self._index = open_photo_index(self.db_path, self.model_spec, model=self._model)
         return self._index
 
     def model(self) -> Any:
@@ -136,9 +134,9 @@ class Backends:
             if self._index is not None or (self.db_path is not None and self.db_path.exists()):
                 self._model = self.index().model
             else:
-                from xmodal.index.photo_index import load_model
+                from xmodal.factory import load_embedding_model
 
-                self._model = load_model(self.model_spec)
+                self._model = load_embedding_model(self.model_spec)
         return self._model
 
     def tagger(self) -> Any:
@@ -222,12 +220,8 @@ def _limit_threads(threads: int | None, done: set[str]) -> None:
 
 
 def _quiet(embed: Callable[..., Any], items: list[Any]) -> np.ndarray:
-    """Call an embedding method without its progress bar when it has one."""
-    try:
-        vectors = embed(items, progress=False)
-    except TypeError:
-        vectors = embed(items)
-    return np.asarray(vectors, dtype=np.float32)
+    """Call an embedding method without its progress bar (xmodal.models.embedding)."""
+    return np.asarray(embed(items, progress=False), dtype=np.float32)
 
 
 def _split_caption_pairs(pairs: list[Any]) -> tuple[list[str], list[str]]:
