@@ -88,3 +88,12 @@ def test_originals_section_is_compared_with_the_reports_own_8k_numbers():
     after = originals_values(with_full_scale(payload, moved)["results"])["close"]
     assert before["R@1"] == "-1 to 11" and after["R@1"] != before["R@1"]
     assert after["R@10"] == before["R@10"]
+
+
+def test_numbers_no_rerun_records_come_from_the_historical_file(tmp_path):
+    assert stored("hodosh_historical.json")["historical"] is True
+
+    def edit(res):
+        res["tri5sem_d1_pivots"]["value"] = 813
+
+    assert "the factorisation stops at 813 pivots" in _render(tmp_path, "hodosh_historical", edit)

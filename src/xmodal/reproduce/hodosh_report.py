@@ -215,8 +215,9 @@ def write_originals_section(path: Path, payload: dict, main: dict | None = None)
 
 def report_text(results_dir=None, extra: str = "") -> str:
     """``reports/hodosh.md`` from the stored results (``hodosh_reproduction.json``,
-    ``hodosh_originals.json``, ``hodosh_exploration.json`` and the cost benchmarks), read from
-    ``results_dir`` and else from the repository's ``benchmarks/results``."""
+    ``hodosh_originals.json``, ``hodosh_exploration.json``, the cost benchmarks and the numbers
+    no rerun records, ``hodosh_historical.json``), read from ``results_dir`` and else from the
+    repository's ``benchmarks/results``."""
     def stored(name: str) -> dict:
         found = read_json(Path(results_dir or RESULTS) / f"{name}.json") or read_json(
             RESULTS / f"{name}.json")
@@ -239,6 +240,7 @@ def report_text(results_dir=None, extra: str = "") -> str:
               **cost_values(explored, stored("text_kernels"), stored("visual_words_determinism")),
               **S.originals_values(originals["results"]), "res": res, "extra": extra,
               "command": main["command"], "n_systems": len(res["systems"]),
+              "hist": stored("hodosh_historical")["results"],
               "originals_section": originals_section(originals).rstrip("\n")}
     return render_template("hodosh", values, {**S.summary_claims(res, costs), **tried_claims})
 
