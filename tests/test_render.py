@@ -72,3 +72,12 @@ def test_table_from_a_significance_result():
                                "significant": True, "better": True}]}
     assert Table.from_significance(result).lines() == [
         "| Run | t2i R@1 |", "|---|---|", "| a (baseline) | 20.0 |", "| b | 25.0* |"]
+
+
+def test_fields_are_paths_into_dicts_lists_and_attributes():
+    from types import SimpleNamespace
+
+    values = {"res": {"test": {"cc-heldout": [{"R@1": 0.3374}]}}, "hp": SimpleNamespace(C=2.0)}
+    assert fill("{res.test.cc-heldout.0.R@1!p:.1f} {hp.C:g}", values) == "33.7 2"
+    with pytest.raises(XmodalError, match="'R@5' is missing"):
+        fill("{res.test.cc-heldout.0.R@5}", values)

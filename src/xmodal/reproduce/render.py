@@ -51,15 +51,33 @@ def check_claims(name: str, claims: Mapping[str, bool]) -> None:
             raise ClaimFailed(name, claim)
 
 
+class Fields(string.Formatter):
+    """``str.format`` whose field names may be paths into the values: ``{res.test.dual.R@1}``
+    (dots separate dict keys, list indices or attributes); ``!p`` prints a fraction as a
+    percentage (``{x!p:.1f}``: 0.2534 -> "25.3")."""
+
+    def get_field(self, field_name, args, kwargs):
+        obj = kwargs
+        for part in field_name.split("."):
+            try:
+                obj = (obj[part] if isinstance(obj, Mapping) else
+                       obj[int(part)] if isinstance(obj, Sequence) else getattr(obj, part))
+            except (KeyError, IndexError, ValueError, TypeError, AttributeError):
+                raise XmodalError(f"no value for the field {field_name!r} ({part!r} is "
+                                  "missing)") from None
+        return obj, field_name
+
+    def convert_field(self, value, conversion):
+        return 100 * value if conversion == "p" else super().convert_field(value, conversion)
+
+
 def fill(template: str, values: Mapping[str, object], name: str = "<text>") -> str:
-    """``template`` with its ``{field}``s replaced (``str.format`` syntax); a field without a
-    value is an error naming it."""
-    fields = {f.split(".")[0].split("[")[0] for _, f, _, _ in string.Formatter().parse(template)
-              if f}
-    missing = sorted(fields - set(values))
-    if missing:
-        raise XmodalError(f"report template {name} needs values for {', '.join(missing)}")
-    return template.format_map(values)
+    """``template`` with its ``{field}``s replaced (``str.format`` syntax, fields as in
+    :class:`Fields`); a field without a value is an error naming it."""
+    try:
+        return Fields().vformat(template, (), values)
+    except XmodalError as exc:
+        raise XmodalError(f"report template {name}: {exc}") from None
 
 
 def render_template(name: str, values: Mapping[str, object],
@@ -137,7 +155,8 @@ class Table:
     whose last part names the metric); ``names`` the column titles (default: the keys). Values
     are fractions printed as percentages with ``digits`` decimals, except the metrics in ``raw``
     (ranks), printed as numbers; None prints ``missing``. A row may carry significance marks per
-    metric, given as marks or as p-values (``*``/``**``/``***`` as :func:`xmodal.eval.compare.stars`).
+    metric, given as marks or as p-values (``*`` / ``**`` / ``***``:
+    :func:`xmodal.eval.compare.stars`).
     """
 
     def __init__(self, metrics: Sequence, names: Sequence[str] | None = None,
@@ -183,3 +202,18 @@ class Table:
             name = f"{r['run']} (baseline)" if r["baseline"] else r["run"]
             out.rows.append([name] + [v + m for v, m in r["cells"]])
         return out
+
+
+def rewrap(text: str) -> str:
+    """``text`` with each line longer than 96 columns wrapped as :func:`wrap` wraps a paragraph
+    or list item (continuation lines indented under its marker); headings and table rows stay
+    as they are. A template can hold a paragraph on one line, whatever length its numbers print
+    at."""
+    out = []
+    for line in text.split("\n"):
+        if len(line) <= 96 or line.startswith(("#", "|")):
+            out.append(line)
+            continue
+        prefix = re.match(r"\s*(?:[-*] |\d+\. )?", line).group(0)
+        out += wrap(line[len(prefix):], prefix)
+    return "\n".join(out)
