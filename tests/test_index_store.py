@@ -265,12 +265,28 @@ def test_a_different_model_must_reindex(photos, tmp_path):
     db = tmp_path / "db.sqlite"
     PhotoIndex(db, model=ColourModel()).update(photos, progress=False)
     other = PhotoIndex(db, model=OtherModel())
-    with pytest.raises(XmodalError, match="xmodal index"):
+    with pytest.raises(XmodalError, match="indexed with model test-colour-v1, not test-colour-v2"
+                       ".*xmodal index"):
         other.search("red")
     stats = other.update(photos, progress=False)
     assert (stats.added, stats.updated, stats.unchanged) == (0, 3, 0)
     assert Path(other.search("red", k=1)[0].path).name == "red.jpg"
     assert other.stats()["model"] == "test-colour-v2" and other.stats()["indexed"] == 3
+
+
+def test_the_index_remembers_the_spec_of_its_model(photos, tmp_path):
+    db, spec = tmp_path / "db.sqlite", "python:tests.fake_models:ColourModel"
+    open_photo_index(db, spec, create=True).update(photos, progress=False)
+    bare = PhotoIndex(db, create=False)  # no model: housekeeping works, embedding does not
+    assert bare.model_spec == spec and bare.model_id == "test-colour-v1"
+    assert bare.stats()["indexed"] == 3 and bare.rebuild_ann() == 3
+    with pytest.raises(XmodalError, match="opened without a model"):
+        bare.search("red")
+    again = open_photo_index(db)  # the recorded spec builds the same model
+    assert type(again.model) is ColourModel
+    assert Path(again.search("red", k=1)[0].path).name == "red.jpg"
+    with pytest.raises(XmodalError, match="indexed with model test-colour-v1, not test-colour-v2"):
+        open_photo_index(db, "python:tests.test_index_store:OtherModel").search("red")
 
 
 def test_database_inside_the_folder_and_repaired_files(photos):

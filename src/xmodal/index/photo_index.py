@@ -20,9 +20,11 @@ builds one from a name. It records the model's id and ``model_spec`` (the spec t
 it from) in the database: ``index.model_spec`` of an index opened without a spec is the recorded
 one, so a caller can build the same model again; searching with a different model raises
 XmodalError saying to re-index. Without a model the index still lists, forgets, prunes and
-rebuilds its ANN structure (with the recorded model id); embedding needs one. Not thread-safe: use one PhotoIndex per thread
-(SQLite connections belong to the thread that opened them); several processes may share a
-database (WAL), one of them indexing while the others search.
+rebuilds its ANN structure (with the recorded model id); embedding needs one.
+
+Not thread-safe: use one PhotoIndex per thread (SQLite connections belong to the thread that
+opened them); several processes may share a database (WAL), one of them indexing while the
+others search.
 """
 
 from __future__ import annotations
