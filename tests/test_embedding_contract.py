@@ -36,7 +36,7 @@ def saved_dual(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def tiny_openclip(tiny_clip):
+def tiny_openclip(tiny_clip):  # noqa: F811 - the fixture imported above
     """``openclip:CONFIG:CHECKPOINT`` of a randomly initialised one-layer CLIP."""
     config, checkpoint, _ = tiny_clip
     return f"openclip:{config}:{checkpoint}"

@@ -13,8 +13,8 @@ import pytest
 from PIL import Image
 
 from xmodal.errors import XmodalError
-from xmodal.scale import shards as sh
 from xmodal.index.photo_index import SearchResult
+from xmodal.scale import shards as sh
 from xmodal.scale.ann_build import build_index, choose_factory, n_lists, parse_size, recall_at
 from xmodal.scale.ann_search import ShardIndex, search_text
 from xmodal.scale.embed import run_embed

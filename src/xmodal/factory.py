@@ -97,7 +97,7 @@ def saved_model_class(kind: str) -> type:
 
 def load_saved_model(path: str | os.PathLike) -> Any:
     """The estimator saved in directory ``path``, whatever its type."""
-    kind, entry = saved_type(path)
+    _, entry = saved_type(path)
     return _attr(entry.estimator).load(path)
 
 
@@ -151,7 +151,7 @@ def embedding_model_or_none(spec: str | os.PathLike | None,
         return None
     if _is_model_dir(spec):
         path = Path(spec).expanduser()
-        kind, entry = saved_type(path)
+        _, entry = saved_type(path)
         if not entry.embeds:
             return None
         return check_embedding_model(_attr(entry.estimator).load(path), spec)
