@@ -21,11 +21,6 @@ def _module_name(path: Path) -> str:
 # a circle (test_every_allowed_circle_still_closes says when it is not: then delete the entry);
 # any other circle fails test_no_import_cycle_between_modules.
 CIRCLES_BEING_BROKEN = (
-    # the reproduce renderers' rewrite (issue 34 items 1-2: compute -> JSON -> render, one-way)
-    frozenset({"xmodal.reproduce.wikipedia", "xmodal.reproduce.wikipedia_exploration"}),
-    # the reproduce renderers' rewrite, as above
-    frozenset({"xmodal.reproduce.corel5k", "xmodal.reproduce.corel5k_nested",
-               "xmodal.reproduce.relevance_report", "xmodal.reproduce.relevance_sections"}),
 )
 
 

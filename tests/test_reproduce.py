@@ -121,8 +121,7 @@ def test_corel5k_rows_match_the_stored_results(corel5k_root):
 def test_corel5k_report_renders_from_its_json(tmp_path):
     from xmodal.reproduce.relevance_report import write_report
 
-    results, nested = stored_result("relevance_models.json"), stored_result("corel_nested_cv.json")
-    write_report(results, nested, tmp_path / "r.md", figure=None)
+    write_report(RESULTS, tmp_path / "r.md", figure=None)
     assert (tmp_path / "r.md").read_text() == (REPORTS / "relevance_models.md").read_text()
 
 

@@ -93,9 +93,13 @@ def wikipedia(
         print(json.dumps({"hyperparameters": {k: sel[k] for k in W.HP_KEYS}, "cv": sel["cv"]},
                          indent=1, default=str))
         return
-    res = W.reproduce(data, folds, skip_cv, out, figures,
-                      _command("wikipedia", skip_cv=skip_cv, folds=None if folds == 5 else folds),
-                      report)
+    from xmodal.reproduce.wikipedia_exploration import reproduce
+
+    res = reproduce(out, data, folds, skip_cv,
+                    _command("wikipedia", skip_cv=skip_cv, folds=None if folds == 5 else folds))
+    Path(figures).mkdir(parents=True, exist_ok=True)
+    plots(res, res["categories"], Path(figures))
+    write_report(out, None if skip_cv else report)
     written = "wikipedia_tables.md" if skip_cv else f"wikipedia_tables.md and {report}"
     console.print(f"wrote {out / 'wikipedia_reproduction.json'}, {written} "
                   f"({res['elapsed_s']:.0f} s)")
@@ -132,12 +136,19 @@ def corel5k(
       xmodal reproduce corel5k --part report
     """
     from xmodal.reproduce.corel5k import reproduce
+    from xmodal.errors import XmodalError
+    from xmodal.reproduce.relevance_report import FIGURE_NAME, write_report
 
     kinds = tuple(k for k in features.split(",") if k)
     cmd = _command("corel5k", part=None if part == "all" else part,
                    features=None if features == "grid,effnet" else repr(features),
                    no_neural=no_neural, seed=seed or None)
-    reproduce(part, data, seed, kinds, not no_neural, out, report, figures, cmd)
+    reproduce(part, data, seed, kinds, not no_neural, out, cmd)
+    try:
+        write_report(out, report, Path(figures) / FIGURE_NAME)
+    except XmodalError as exc:  # a partial run in a fresh --out: its JSON is written
+        console.print(f"results in {out}; report not written: {exc}")
+        return
     console.print(f"wrote {report}")
 
 
@@ -419,7 +430,7 @@ def mitl(
     work: Path = typer.Option(None, "--work", help="Folder for the campaign databases "
                               "(default: a temporary folder)."),
     report: Path = typer.Option(REPORTS / "mitl_flickr8k.md", "--report",
-                                help="The report whose generated part is rewritten."),
+                                help="The report to write."),
     figures: Path = typer.Option(FIGURES, "--figures", help="Folder for the figures."),
 ) -> None:
     """The missing-positives study on the Flickr8K Hodosh pool (reports/mitl_flickr8k.md).
@@ -431,9 +442,11 @@ def mitl(
     Example: xmodal reproduce mitl --work /tmp/mitl
     """
     from xmodal.reproduce.mitl import reproduce
+    from xmodal.reproduce.mitl_findings import write_report
 
-    reproduce(_command("mitl", work=work), data, work, out, report, figures,
+    reproduce(_command("mitl", work=work), data, work, out, figures,
               log=lambda m: console.print(f"[dim]{m}[/]"))
+    write_report(out, report)
     console.print(f"wrote {report}")
 
 

@@ -15,10 +15,12 @@ import numpy as np
 
 from xmodal.eval.selection import best_row, grid, holdout, select
 from xmodal.models.relevance import CMRM, CRM, blob_embedding, blob_regions
+from xmodal.reproduce import corel5k_nested
 from xmodal.reproduce.output import log
 from xmodal.reproduce.relevance import (
     CMRM_KEYS,
     CRM_KEYS,
+    PAPER_CMRM,
     WIDE_CV_GRID,
     annotation,
     cmrm_cv,
@@ -32,7 +34,6 @@ from xmodal.reproduce.relevance import (
 WIDE_LABEL = "wide grid, best CV F1, pre-registered"
 CRM_WIDE_NAME = ("CRM on blob embeddings + temperature + word-prior normalisation "
                  "(best CV F1, pre-registered)")
-PAPER_CMRM = {"n_words_recall_gt0": 66, "mean_R": 0.09, "mean_P": 0.10}  # Table 1
 
 
 def cmrm_checks(d) -> list[dict]:
@@ -241,21 +242,20 @@ PARTS = ("all", "corel", "flickr", "report", "nested", "nested-cmrm", "nested-cr
 
 
 def reproduce(part: str = "all", data=None, seed: int = 0, features=("grid", "effnet"),
-              neural: bool = True, out=None, report=None, figures=None,
-              command: str = "xmodal reproduce corel5k") -> dict:
-    """Run ``part`` and rewrite ``reports/relevance_models.md`` from the results.
+              neural: bool = True, out=None, command: str = "xmodal reproduce corel5k") -> dict:
+    """Run ``part`` and return the results of ``relevance_models.json`` in ``out``.
 
     ``all`` = ``corel`` + ``flickr`` (``relevance_models.json``); ``nested``, ``nested-cmrm``,
     ``nested-crm``: :mod:`xmodal.reproduce.corel5k_nested` (``corel_nested_cv.json``, about
     30 minutes); ``flickr-temperature``: the dev-only CRM exploration
-    (``flickr_crm_temperature_dev.json``); ``report``: only the report, from the JSON.
-    Rows of a previous result file that a part does not redo are kept.
+    (``flickr_crm_temperature_dev.json``); ``report``: nothing to compute (the command renders
+    the report from the JSON, :mod:`xmodal.reproduce.relevance_report`). Rows of a previous
+    result file that a part does not redo are kept.
     """
     from pathlib import Path
 
     from xmodal.errors import XmodalError
-    from xmodal.reproduce.output import FIGURES, REPORTS, RESULTS, read_json, stamp, write_json
-    from xmodal.reproduce.relevance_report import FIGURE_NAME, write_report
+    from xmodal.reproduce.output import RESULTS, read_json, stamp, write_json
 
     if part not in PARTS:
         raise XmodalError(f"unknown part {part!r}; choose from {PARTS}")
@@ -287,20 +287,15 @@ def reproduce(part: str = "all", data=None, seed: int = 0, features=("grid", "ef
                 for key in ("models", "selection"):
                     results["flickr"][key] = {**disk.get(key, {}), **results["flickr"][key]}
         write_json(results_file, results)
-    figure = Path(figures or FIGURES) / FIGURE_NAME
-    write_report(results, read_json(nested_file), Path(report or REPORTS / "relevance_models.md"),
-                 figure)
     return results
 
 
 def run_nested(part: str, data, path, command: str) -> dict:
     """The nested CV parts; the other part's results in ``path`` are kept."""
-    import time
-
     from xmodal.data import load_corel5k
-    from xmodal.reproduce import corel5k_nested as N
     from xmodal.reproduce.output import read_json, stamp, write_json
 
+    N = corel5k_nested
     d = load_corel5k(data)
     b, y, kw = d.blobs_train, d.labels_train, d.keywords
     res = read_json(path)

@@ -16,12 +16,12 @@ import numpy as np
 
 from xmodal.eval.selection import best_row, kfold
 from xmodal.models.relevance import CMRM, CRM, blob_embedding, blob_regions
-from xmodal.reproduce.corel5k import PAPER_CMRM
 from xmodal.reproduce.output import log
 from xmodal.reproduce.relevance import (
     CMRM_KEYS,
     CRM_KEYS,
     CRM_WIDE_CV_GRID,
+    PAPER_CMRM,
     WIDE_CV_GRID,
     annotation,
     cmrm_cv,

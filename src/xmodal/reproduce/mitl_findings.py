@@ -1,167 +1,173 @@
-"""The Findings and Limits of ``reports/mitl_flickr8k.md``, written from the two study results.
+"""``reports/mitl_flickr8k.md`` rendered from the two study results.
 
-:func:`findings` reads ``mitl_flickr8k_crowd.json`` and ``mitl_flickr8k_expert.json`` (the
-dicts :func:`xmodal.mitl.pipeline.run_simulated_study` returns), so each number and
-comparison in the prose is the one the tables below it show.
+:func:`markdown` fills ``templates/mitl_flickr8k.md`` (the Findings, the Limits) and, once per
+judge, ``templates/mitl_flickr8k_section.md`` (its tables) with the named values of
+``mitl_flickr8k_crowd.json`` and ``mitl_flickr8k_expert.json`` (the dicts
+:func:`xmodal.mitl.pipeline.run_simulated_study` returns), after checking the claims its
+sentences make; :func:`write_report` reads them from a results folder.
 """
 
 from __future__ import annotations
 
-from xmodal.reproduce.render import span as value_range
+from pathlib import Path
 
-ANNOTATOR_NAMES = {"dual": "the dual encoder", "hodosh-nn": "NN5",
-                   "efficientnet-minilm-zeroshot": "the zero-shot bridge",
-                   "hodosh-bow5-effnet": "KCCA (BoW5 + EfficientNet)",
-                   "tagger-lemmas": "the keyword tagger"}
+from xmodal.errors import XmodalError
+from xmodal.mitl.study import METRICS
+from xmodal.reproduce.output import read_json
+from xmodal.reproduce.render import markdown_table, render_template, span
 
-
-def _name(a: str, start: bool = False) -> str:
-    n = ANNOTATOR_NAMES.get(a, f"`{a}`")
-    return n[0].upper() + n[1:] if start else n
+SOURCES = ("crowd", "expert")
+ROUNDS = {"first": "round 1", "targeted": "round 2 targeted", "deeper": "round 2 deeper"}
 
 
 def _span(values, fmt: str = "{:.0f}") -> str:
-    return value_range(values, fmt, sep="–")
+    return span(values, fmt, sep="–")
+
+
+def _pct(x) -> str:
+    return "-" if x is None else f"{100 * x:.1f}"
+
+
+def _table(header, rows) -> str:
+    return "\n".join(markdown_table(header, rows))
 
 
 def _kendall_pairs(r: dict):
-    """(tau, metric a, metric b, direction) over the distinct metric pairs of Table 5."""
-    for d, tau in r["table5"]["kendall"].items():
+    """(tau, metric a, metric b) over the distinct metric pairs of Table 5."""
+    for tau in r["table5"]["kendall"].values():
         cols = list(tau)
         for i, a in enumerate(cols):
             for b in cols[i + 1:]:
                 if tau[a][b] is not None:
-                    yield tau[a][b], a, b, d
+                    yield tau[a][b], a.split(" ", 1)[1], b.split(" ", 1)[1]
 
 
-def _judged(c: dict) -> int:
-    return c["positive"] + c["negative"]
+def _per_answered(c: dict) -> float:
+    return 100 * c["positives"][-1] / max(1, c["judgments_answered"][-1])
 
 
-def findings(crowd: dict, expert: dict) -> str:
+def section(r: dict, source: str) -> str:
+    """The tables of one simulated judge."""
+    p, names, t5 = r["propose"], list(r["propose"]["annotators"]), r["table5"]
+    ov = p["overlap"]
+
+    def jaccard(a: str, b: str) -> str:
+        v = ov.get(f"{a}|{b}") or ov.get(f"{b}|{a}")
+        return "-" if v is None else f"{v['jaccard']:.2f}"
+
+    def kendall(d: str) -> str:
+        tau = t5["kendall"][d]
+        short = {c: c.replace("original ", "o.").replace("extended ", "e.") for c in tau}
+        return _table(["", *short.values()],
+                      [[short[a], *("-" if tau[a][b] is None else f"{tau[a][b]:.2f}"
+                                    for b in tau)] for a in tau])
+
+    b = r["bias"]
+    values = {
+        "source": source, "r": r, "p": p, "n_queries": sum(p["queries"].values()),
+        "v": r["aggregate"]["verdicts"], "ag": r["aggregate"]["agreement"],
+        "n_models": len(r["models"]),
+        "coverage": _table(
+            ["annotator", "already positive (dropped)", "candidates", "unique",
+             "with a recorded judgment", "coverage", "verified positive", "precision of judged"],
+            [[n, a["already_positive"], a["candidates"], a["unique"], r["coverage"][n]["judged"],
+              _pct(r["coverage"][n]["coverage"]) + "%", r["coverage"][n]["positive"],
+              _pct(r["coverage"][n]["precision"])] for n, a in p["annotators"].items()]),
+        "overlap": _table(["", *names], [[a, *(jaccard(a, b) for b in names)] for a in names]),
+        "table2": _table(["direction", "precision", "recall", "queries (precision / recall)"],
+                         [[d, _pct(x["precision"]), _pct(x["recall"]),
+                           f"{x['queries_with_judged_original']} / "
+                           f"{x['queries_with_verified_positive']}"]
+                          for d, x in r["table2"].items()]),
+        "table5": {d: _table(["model", *METRICS],
+                             [[m, *(f"{_pct(t5['original'][m][d][k])} → "
+                                    f"{_pct(t5['extended'][m][d][k])}" for k in METRICS)]
+                              for m in r["models"]]) for d in ("i2t", "t2i")},
+        "kendall": {d: kendall(d) for d in ("i2t", "t2i")},
+        "bias": _table(["candidates from", "verified positives", "i2t τ vs all",
+                        "i2t max rank shift", "t2i τ vs all", "t2i max rank shift"],
+                       [[n, found, *(cell for d in ("i2t", "t2i") for cell in (
+                           f"{b['directions'][d][n]['tau_vs_all']:.2f}",
+                           b["directions"][d][n]["max_rank_shift"]))]
+                        for n, found in b["verified_positives"].items()]),
+        "yield_table": _table(["round", "judgments spent", "answered from records",
+                               "new positives", "per 100 spent", "per 100 answered"],
+                              [[n, f"{c['judgments_shown'][-1]:,}",
+                                f"{c['judgments_answered'][-1]:,}", c["positives"][-1],
+                                f"{c['positives_per_100_judgments']:.2f}",
+                                f"{_per_answered(c):.1f}"] for n, c in r["yield"].items()]),
+    }
+    return render_template("mitl_flickr8k_section", values)
+
+
+def markdown(crowd: dict, expert: dict) -> str:
+    """The report from the two study results."""
     both = {"crowd": crowd, "expert": expert}
-    cov = {s: [c["coverage"] * 100 for c in r["coverage"].values()] for s, r in both.items()}
-    v = {s: r["aggregate"]["verdicts"] for s, r in both.items()}
     t2 = {s: r["table2"] for s, r in both.items()}
     prec = {s: {a: c["precision"] for a, c in r["coverage"].items()} for s, r in both.items()}
-    best, worst = max(prec["crowd"], key=prec["crowd"].get), min(prec["crowd"],
-                                                                  key=prec["crowd"].get)
-    alpha = {s: r["aggregate"]["agreement"] for s, r in both.items()}
-    L = ["## Findings\n",
-         "1. **Coverage limits what a replay can find.** The recorded judgments were collected "
-         "on the outputs of Hodosh et al.'s 2013 systems, so today's annotators' candidates are "
-         f"only partly covered: {_span(cov['crowd'])}% of each annotator's candidates have a "
-         f"crowd record, {_span(cov['expert'])}% an expert record; "
-         f"{v['crowd']['candidate']['unjudged']:,} of "
-         f"{crowd['propose']['unique_candidates']:,} candidates stay unjudged with the crowd, "
-         f"{v['expert']['candidate']['unjudged']:,} with the experts. Every count below is "
-         "therefore a lower bound on the missing positives."]
-    o = v["crowd"]["original"]
-    missed = [100 - 100 * t2["crowd"][d]["recall"] for d in ("i2t", "t2i")]
-    head = (f"The original ground truth is precise but misses {_span(missed)}% of the "
-            "positives" if t2["crowd"]["i2t"]["precision"] >= 0.9 else
-            "The original ground truth against the verified positives")
-    L.append(f"2. **{head}.** With the crowd, "
-             f"{100 * t2['crowd']['i2t']['precision']:.1f}% of the judged original pairs are "
-             f"verified positive ({o['positive']} / {_judged(o)}), and the originals are "
-             f"{100 * t2['crowd']['i2t']['recall']:.0f}% (i2t) / "
-             f"{100 * t2['crowd']['t2i']['recall']:.0f}% (t2i) of the verified positives of a "
-             "query — the ECCV Table 2 pattern (COCO: high precision, recall ≤ 20% there; recall "
-             "can only be higher here, since only candidates with a record can count). With the "
-             f"experts: precision {100 * t2['expert']['i2t']['precision']:.0f}% "
-             f"({_judged(v['expert']['original'])} judged originals), recall "
-             f"{100 * t2['expert']['i2t']['recall']:.0f}% / "
-             f"{100 * t2['expert']['t2i']['recall']:.0f}%.")
-    L.append(f"3. **Verified positives: {v['crowd']['candidate']['positive']:,} new pairs (crowd) "
-             f"and {v['expert']['candidate']['positive']:,} (expert)** among the judged "
-             f"candidates. {_name(best, True)}'s candidates are the most often right when judged "
-             f"by the crowd ({100 * prec['crowd'][best]:.0f}%; experts "
-             f"{100 * prec['expert'][best]:.0f}%), {_name(worst)}'s the least "
-             f"({100 * prec['crowd'][worst]:.0f}% / {100 * prec['expert'][worst]:.0f}%). "
-             f"Krippendorff's α: {alpha['crowd']['alpha_binary']:.2f} among crowd workers "
-             f"(binary), {alpha['expert']['alpha_binary']:.2f} binary / "
-             f"{alpha['expert']['alpha_ordinal']:.2f} ordinal among experts.")
-    t5 = crowd["table5"]
-    lead = crowd["models"][0]
+    t5, lead = crowd["table5"], crowd["models"][0]
     taus = sorted(_kendall_pairs(crowd))
-    low = taus[0]
-    in_low = {m.split(" ", 1)[1] for t, a, b, _ in taus if t == low[0] for m in (a, b)}
-    common = [m for m in ("R@1", "R@5", "R-P", "mAP@R")
-              if all(m in (a.split(" ", 1)[1], b.split(" ", 1)[1])
-                     for t, a, b, _ in taus if t == low[0])]
-    gains = all(t5["extended"][m][d]["mAP@R"] >= t5["original"][m][d]["mAP@R"]
-                for m in crowd["models"] for d in ("i2t", "t2i"))
-    L.append("4. **Extending the ground truth moves the numbers a lot and the ranking a little.** "
-             + ("Every model gains" if gains else "The numbers move")
-             + f" ({lead} i2t R@1 {100 * t5['original'][lead]['i2t']['R@1']:.1f} → "
-             f"{100 * t5['extended'][lead]['i2t']['R@1']:.1f} with the crowd positives), and with "
-             f"{len(crowd['models'])} models of very different strength the rankings by different "
-             f"metrics stay correlated (Kendall τ-b {_span([t for t, *_ in taus], '{:.2f}')} "
-             "crowd); the lowest correlations are "
-             + (f"between {common[0]} and the others" if common else
-                "between " + ", ".join(sorted(in_low)))
-             + ", as in ECCV Table 5, where R@K correlated poorly with mAP@R. On the "
-             "one-positive original, R@1 = R-P = mAP@R by construction (τ = 1).")
+    lowest = [{a, b} for t, a, b in taus if t == taus[0][0]]
+    common = [m for m in METRICS if all(m in pair for pair in lowest)]
+    y = {s: {k: r["yield"][name] for k, name in ROUNDS.items()} for s, r in both.items()}
     share, tau, shift, worst_by = [], [], [], {}
     for s, r in both.items():
         b = r["bias"]
-        share += [100 * n / b["verified_positives"]["all"]
-                  for a, n in b["verified_positives"].items() if a != "all"]
-        for d, per in b["directions"].items():
-            for a, x in per.items():
-                if a != "all":
-                    tau.append(x["tau_vs_all"])
-                    shift.append(x["max_rank_shift"])
-        per = {a: min(x["tau_vs_all"] for x in (b["directions"][d][a] for d in b["directions"]))
-               for a in b["verified_positives"] if a != "all"}
-        worst_by[s] = min(per, key=per.get)
-    worst_names = list(dict.fromkeys(worst_by.values()))
-    L.append("5. **Annotator bias is real but bounded here.** Redoing the discovery with a single "
-             f"annotator's candidates finds {_span(share)}% of the all-annotator positives and "
-             f"moves the {crowd['bias']['metric']} ranking of the {len(crowd['models'])} models "
-             f"by at most {max(shift)} places (τ-b vs all-annotator ranking "
-             f"{_span(tau, '{:.2f}')}). "
-             + " and ".join(f"{_name(a, i == 0)} alone" for i, a in enumerate(worst_names))
-             + (" distorts it most." if len(worst_names) == 1 else " distort it most")
-             + ("" if len(worst_names) == 1 else
-                " (" + ", ".join(f"{s}: {_name(a)}" for s, a in worst_by.items()) + ")."))
-
-    def y(r: dict, key: str) -> dict:
-        return r["yield"][key]
-
-    def per_answered(c: dict) -> float:
-        return 100 * c["positives"][-1] / max(1, c["judgments_answered"][-1])
-
-    tg, dp, r1 = (y(crowd, k) for k in ("round 2 targeted", "round 2 deeper", "round 1"))
-    etg, edp = y(expert, "round 2 targeted"), y(expert, "round 2 deeper")
-    ratio = tg["positives_per_100_judgments"] / max(dp["positives_per_100_judgments"], 1e-9)
+        found = {a: n for a, n in b["verified_positives"].items() if a != "all"}
+        share += [100 * n / b["verified_positives"]["all"] for n in found.values()]
+        per = {a: [b["directions"][d][a] for d in b["directions"]] for a in found}
+        tau += [x["tau_vs_all"] for xs in per.values() for x in xs]
+        shift += [x["max_rank_shift"] for xs in per.values() for x in xs]
+        worst_by[s] = min(per, key=lambda a: min(x["tau_vs_all"] for x in per[a]))
     budget = crowd["round2"]["budget"]
-    L.append(f"6. **A targeted second round finds {ratio:.1f}x as many positives per judgment as "
-             f"going deeper.** With the same budget ({budget:,} pairs, "
-             f"{100 * budget / crowd['propose']['unique_candidates']:.0f}% of round 1's "
-             "candidates), "
-             "ranking the unjudged top-25 pairs by annotator consensus × the query's "
-             f"productivity so far found {tg['positives'][-1]} new crowd positives "
-             f"({tg['positives_per_100_judgments']:.2f} per 100 judgments spent; round 1: "
-             f"{r1['positives_per_100_judgments']:.2f}) against {dp['positives'][-1]} "
-             f"({dp['positives_per_100_judgments']:.2f}) for the plain next ranks; with the "
-             f"experts {etg['positives'][-1]} against {edp['positives'][-1]}. Part of the gap "
-             "is coverage (targeted pairs more often have a record: "
-             f"{tg['judgments_answered'][-1]:,} vs {dp['judgments_answered'][-1]:,} answered "
-             "judgments), but per answered judgment it "
-             + ("still wins" if per_answered(tg) > per_answered(dp) else "does not win")
-             + f" ({per_answered(tg):.1f} vs {per_answered(dp):.1f} per 100, crowd; "
-             f"{per_answered(etg):.1f} vs {per_answered(edp):.1f}, expert).")
-    L += ["", "## Limits and what was not done\n",
-          "- Simulated workers replay at most three recorded judgments per pair; a real campaign "
-          "with people (`xmodal serve --campaign`, `/judge`) has no coverage gap. HITs that a "
-          "recorded judgment sends to review "
-          f"({crowd['simulation']['review']:,} crowd submissions, mostly a \"no\" vote on an "
-          "original pair used as the known positive; "
-          f"{expert['simulation']['review']:,} expert) are left unreviewed and do not count.",
-          "- The bias study reuses the all-annotator verdicts restricted to each annotator's "
-          "candidates (a pair's verdict does not depend on who proposed it), instead of "
-          "re-running the HITs.",
-          f"- Only one ranking metric ({crowd['bias']['metric']}) is used for the bias study's "
-          "τ; the JSON holds the full rankings."]
-    return "\n".join(L) + "\n"
+    answered = {s: [_per_answered(y[s]["targeted"]), _per_answered(y[s]["deeper"])]
+                for s in SOURCES}
+    values = {
+        "crowd": crowd, "expert": expert, "t2": t2, "prec": prec, "lead": lead, "y": y,
+        "v": {s: r["aggregate"]["verdicts"] for s, r in both.items()},
+        "alpha": {s: r["aggregate"]["agreement"] for s, r in both.items()},
+        "coverage_span": {s: _span([c["coverage"] * 100 for c in r["coverage"].values()])
+                          for s, r in both.items()},
+        "missed": _span([100 - 100 * t2["crowd"][d]["recall"] for d in ("i2t", "t2i")]),
+        "judged_originals": {s: r["aggregate"]["verdicts"]["original"]["positive"]
+                             + r["aggregate"]["verdicts"]["original"]["negative"]
+                             for s, r in both.items()},
+        "lead_r1": [t5[k][lead]["i2t"]["R@1"] for k in ("original", "extended")],
+        "n_models": len(crowd["models"]), "tau_span": _span([t for t, *_ in taus], "{:.2f}"),
+        "share_span": _span(share), "max_shift": max(shift),
+        "bias_tau_span": _span(tau, "{:.2f}"),
+        "ratio": y["crowd"]["targeted"]["positives_per_100_judgments"]
+        / max(y["crowd"]["deeper"]["positives_per_100_judgments"], 1e-9),
+        "budget": budget, "budget_pct": 100 * budget / crowd["propose"]["unique_candidates"],
+        "answered": answered,
+        "sections": {s: section(r, s) for s, r in both.items()},
+    }
+    claims = {
+        "the original ground truth is precise (crowd precision >= 90%)":
+            t2["crowd"]["i2t"]["precision"] >= 0.9,
+        "the dual encoder's candidates are the most often right with the crowd, NN5's the least":
+            max(prec["crowd"], key=prec["crowd"].get) == "dual"
+            and min(prec["crowd"], key=prec["crowd"].get) == "hodosh-nn",
+        "every model gains mAP@R with the extended positives":
+            all(t5["extended"][m][d]["mAP@R"] >= t5["original"][m][d]["mAP@R"]
+                for m in crowd["models"] for d in ("i2t", "t2i")),
+        "the lowest Kendall correlations are between R@5 and the others (crowd)":
+            common[:1] == ["R@5"],
+        "NN5 alone distorts the crowd ranking most, the zero-shot bridge the expert one":
+            worst_by == {"crowd": "hodosh-nn", "expert": "efficientnet-minilm-zeroshot"},
+        "the targeted round finds more positives per judgment than going deeper (crowd)":
+            y["crowd"]["targeted"]["positives_per_100_judgments"]
+            > y["crowd"]["deeper"]["positives_per_100_judgments"],
+        "per answered judgment the targeted round still wins (crowd and expert)":
+            all(a > b for a, b in answered.values()),
+    }
+    return render_template("mitl_flickr8k", values, claims)
+
+
+def write_report(results_dir: Path, report: Path) -> None:
+    """Write the report from ``mitl_flickr8k_{crowd,expert}.json`` in ``results_dir``."""
+    found = {s: read_json(Path(results_dir) / f"mitl_flickr8k_{s}.json") for s in SOURCES}
+    if not all(found.values()):
+        raise XmodalError(f"no mitl_flickr8k_crowd.json / _expert.json in {results_dir}; run "
+                          "`xmodal reproduce mitl`")
+    Path(report).write_text(markdown(**found))

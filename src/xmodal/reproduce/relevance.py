@@ -31,6 +31,7 @@ CRM_WIDE_CV_GRID = {"beta": (0.05, 0.1, 0.15, 0.2), "mu": (0.3, 1.0),
                     "temperature": (0.15, 0.3, 0.5, 1.0),
                     "prior_power": (0.0, 0.4, 0.5, 0.6, 0.7, 0.8, 1.0)}
 CRM_KEYS = ("beta", "mu", "temperature", "prior_power")
+PAPER_CMRM = {"n_words_recall_gt0": 66, "mean_R": 0.09, "mean_P": 0.10}  # Jeon et al. Table 1
 # fold means in the CV tables: [#words R>0, mean R, mean P, mean F1]
 CV_COLUMNS = {"n_words_recall_gt0": 1, "mean_R": 4, "mean_P": 4, "mean_F1": 4}
 

@@ -6,18 +6,16 @@
    MAP. ``skip_cv`` uses the settings table instead (:mod:`xmodal.recipes.wikipedia`).
 2. The models (built from their settings records) are refitted on the training split and
    evaluated on the 693 test images x 693 test texts (relevant = same category).
-3. KSM's exploration (the variants tried before it was shipped, by CV MAP on the same folds;
-   :mod:`xmodal.reproduce.wikipedia_exploration`) is recomputed after the selection.
-4. ``benchmarks/results/wikipedia_reproduction.json`` holds every number;
-   ``benchmarks/results/wikipedia_tables.md`` and ``reports/wikipedia.md`` are rendered from it
-   (:mod:`xmodal.reproduce.wikipedia_report`).
+3. KSM's exploration (the variants tried before it was shipped, by CV MAP on the same folds) and
+   the whole run, :func:`xmodal.reproduce.wikipedia_exploration.reproduce`, build on this
+   module; ``benchmarks/results/wikipedia_reproduction.json`` holds every number, and
+   :mod:`xmodal.reproduce.wikipedia_report` renders the tables, figures and report from it.
 """
 
 from __future__ import annotations
 
 import time
 import warnings
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -35,7 +33,7 @@ from xmodal.models.rasiwasia import (
     kernel_feature_map,
 )
 from xmodal.recipes.settings import get_setting
-from xmodal.reproduce.output import FIGURES, REPORTS, RESULTS, log, stamp, write_json
+from xmodal.reproduce.output import log
 
 MODELS = ("cm", "sm", "scm", "ksm", "ksm-qe")
 # hyperparameter name -> the setting parameters it sets, in the order of the result files
@@ -430,46 +428,3 @@ def fold_checks(ds, sel: dict) -> dict:
             acc[name].append(float(np.mean(pred == y[va])))
     return {"cca_reg_cv_beyond_grid": beyond, "ksm_cv_map": ksm,
             "heldout_accuracy_256": {k: float(np.mean(v)) for k, v in acc.items()}}
-
-
-def reproduce(data=None, folds: int = 5, skip_cv: bool = False, out: Path = RESULTS,
-              figures: Path | None = FIGURES, command: str = "xmodal reproduce wikipedia",
-              report: Path | None = REPORTS / "wikipedia.md") -> dict:
-    """The whole reproduction; writes the JSON, the tables, (unless ``figures`` is None) the
-    figures and (unless ``report`` is None or ``skip_cv``: the report needs the selection) the
-    report. Returns the result dict."""
-    from xmodal.data import load_wikipedia
-    from xmodal.reproduce.wikipedia_exploration import exploration
-    from xmodal.reproduce.wikipedia_report import plots, write_report
-
-    warnings.filterwarnings("ignore", category=RuntimeWarning)
-    t0 = time.time()
-    ds = load_wikipedia(data)
-    y = ds.labels_test
-    sel = default_hyperparameters() if skip_cv else select_hyperparameters(ds, folds)
-    hp = {k: sel[k] for k in HP_KEYS}
-    log(f"hyperparameters: {hp}")
-    if hp != default_hyperparameters():
-        log(f"NOTE: CV choice differs from the settings table {default_hyperparameters()}")
-    fitted = fit_and_score(ds, hp)
-    rng = np.random.default_rng(0)
-    random_runs = [both_maps(rng.random((len(y), len(y))), y) for _ in range(10)]
-    res: dict = {**stamp(command, short_commit=False), "selection": sel, "hyperparameters": hp,
-                 "fit_seconds": {n: f["fit_s"] for n, f in fitted.items()},
-                 "categories": ds.categories}
-    res.update(analyses(ds, fitted, rng, random_runs))
-    res.update(diagnostics(ds, sel, fitted))
-    if "cv" in sel:
-        res.update(exploration(ds, sel, fitted))
-    res["elapsed_s"] = time.time() - t0
-    if figures is not None:
-        Path(figures).mkdir(parents=True, exist_ok=True)
-        plots(res, ds.categories, Path(figures))
-    res["table3_rows"] = [{"model": m, "distance": d, "i2t": v[0], "t2i": v[1]}
-                          for (m, d), v in res["table3_rows"]]
-    res["sm_C_sweep"] = {str(C): dict(zip(("nc", "l1", "kl"), v))
-                         for C, v in res["sm_C_sweep"].items()}
-    write_json(Path(out) / "wikipedia_reproduction.json", res)
-    write_report(Path(out), None if skip_cv else report)
-    log(f"done in {res['elapsed_s']:.0f}s")
-    return res

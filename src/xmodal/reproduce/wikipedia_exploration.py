@@ -1,19 +1,24 @@
-"""KSM's exploration, recomputed: the variants tried before KSM was shipped, compared by held-out
-cross-modal MAP on the training folds of the selection, plus the numbers the report quotes beside
-them (SM's CV MAP over C, two earlier test MAPs, the timing of KSM-QE's fitting steps).
+"""The Wikipedia reproduction's whole run (:func:`reproduce`) and KSM's exploration, recomputed:
+the variants tried before KSM was shipped, compared by held-out cross-modal MAP on the training
+folds of the selection, plus the numbers the report quotes beside them (SM's CV MAP over C, two
+earlier test MAPs, the timing of KSM-QE's fitting steps).
 
-:func:`exploration` is called by :func:`xmodal.reproduce.wikipedia.reproduce` after the selection;
-nothing here selects a shipped hyperparameter. Results go to ``exploration`` in
+:func:`exploration` runs after the selection of :mod:`xmodal.reproduce.wikipedia`; nothing here
+selects a shipped hyperparameter. Results go to ``exploration`` in
 ``wikipedia_reproduction.json``; CV MAP keys are ``variant/parameters`` as listed in :data:`GRID`.
+The report is rendered from the JSON by :mod:`xmodal.reproduce.wikipedia_report` (the command
+calls it; nothing here imports it).
 """
 
 from __future__ import annotations
 
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
+from xmodal.data import load_wikipedia
 from xmodal.eval.selection import stratified_kfold
 from xmodal.models.distances import similarity
 from xmodal.models.rasiwasia import (
@@ -24,15 +29,19 @@ from xmodal.models.rasiwasia import (
     kernel_feature_map,
 )
 from xmodal.recipes.settings import get_setting
-from xmodal.reproduce.output import log
+from xmodal.reproduce.output import log, stamp, write_json
 from xmodal.reproduce.wikipedia import (
     HP_KEYS,
+    analyses,
     ap_per_query,
     best_256,
     both_maps,
     build_models,
     cv_map,
+    default_hyperparameters,
+    diagnostics,
     fit_and_score,
+    select_hyperparameters,
 )
 
 # The variants' parameters (KSM's gamma and image C are the selection's unless given here).
@@ -217,3 +226,37 @@ def kernel_step_seconds(ds, hp: dict) -> dict[str, dict[str, float]]:
         out[name] = {"kernel": t1 - t0, "eigendecomposition": t2 - t1,
                      "fit": time.perf_counter() - t2}
     return out
+
+
+def reproduce(out: Path, data=None, folds: int = 5, skip_cv: bool = False,
+              command: str = "xmodal reproduce wikipedia") -> dict:
+    """The whole reproduction: selection (unless ``skip_cv``: the settings table's values), the
+    test-set models, the analyses and the exploration; writes ``wikipedia_reproduction.json`` to
+    ``out`` and returns the result dict."""
+    warnings.filterwarnings("ignore", category=RuntimeWarning)
+    t0 = time.time()
+    ds = load_wikipedia(data)
+    y = ds.labels_test
+    sel = default_hyperparameters() if skip_cv else select_hyperparameters(ds, folds)
+    hp = {k: sel[k] for k in HP_KEYS}
+    log(f"hyperparameters: {hp}")
+    if hp != default_hyperparameters():
+        log(f"NOTE: CV choice differs from the settings table {default_hyperparameters()}")
+    fitted = fit_and_score(ds, hp)
+    rng = np.random.default_rng(0)
+    random_runs = [both_maps(rng.random((len(y), len(y))), y) for _ in range(10)]
+    res: dict = {**stamp(command, short_commit=False), "selection": sel, "hyperparameters": hp,
+                 "fit_seconds": {n: f["fit_s"] for n, f in fitted.items()},
+                 "categories": ds.categories}
+    res.update(analyses(ds, fitted, rng, random_runs))
+    res.update(diagnostics(ds, sel, fitted))
+    if "cv" in sel:
+        res.update(exploration(ds, sel, fitted))
+    res["elapsed_s"] = time.time() - t0
+    res["table3_rows"] = [{"model": m, "distance": d, "i2t": v[0], "t2i": v[1]}
+                          for (m, d), v in res["table3_rows"]]
+    res["sm_C_sweep"] = {str(C): dict(zip(("nc", "l1", "kl"), v))
+                         for C, v in res["sm_C_sweep"].items()}
+    write_json(Path(out) / "wikipedia_reproduction.json", res)
+    log(f"done in {res['elapsed_s']:.0f}s")
+    return res
