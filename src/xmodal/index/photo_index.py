@@ -152,7 +152,7 @@ class UpdateStats:
     captions_unmatched: int = 0  # caption-file image names that match no indexed photo
     reused: int = 0  # new paths whose content was indexed already (moved, renamed, copied)
     metadata_read: int = 0  # indexed photos whose metadata was (re)read without re-embedding
-    elapsed_s: float = 0.0  # the whole update, model loading included
+    elapsed_s: float = 0.0  # the whole update (the encoders a model loads lazily included)
     embed_s: float = 0.0  # reading, decoding, embedding and writing the new and changed images
 
     @property
