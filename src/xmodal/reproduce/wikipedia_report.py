@@ -175,6 +175,10 @@ def _kernel(key: str) -> list[str]:
     return [f"{float(g):g}", "all" if r == "None" else r, f"{float(c):g}"]
 
 
+def _span3(values) -> str:
+    return span(values, "{:.3f}")
+
+
 def _table3_rows(res: dict) -> dict[tuple[str, str], tuple[float, float]]:
     return {(r["model"], r["distance"]): (r["i2t"], r["t2i"]) for r in res["table3_rows"]}
 
@@ -522,11 +526,11 @@ def _exploration(res: dict) -> tuple[dict, dict]:
         "concat_C": _slash(g["concat_C"]),
         "concat_maps": _slash((cv[f"concat_C/{C}"] for C in g["concat_C"]), four),
         "sqrt_lr_C": f"{_num(min(g['sqrt_lr_C']))}-{_num(max(g['sqrt_lr_C']))}",
-        "sqrt_lr_span": _lohi([cv[f"sqrt_lr_C/{C}"] for C in g["sqrt_lr_C"]]),
-        "mixed_span": _lohi(mixed), "powers": _set(g["powers"]),
+        "sqrt_lr_span": _span3([cv[f"sqrt_lr_C/{C}"] for C in g["sqrt_lr_C"]]),
+        "mixed_span": _span3(mixed), "powers": _set(g["powers"]),
         "prf_k": f"{min(g['prf_k'])}-{max(g['prf_k'])}",
         "prf_weight": f"{min(g['prf_weight']):g}-{max(g['prf_weight']):g}",
-        "prf_span": _lohi(prf), "prf_gain": max(prf) - shipped,
+        "prf_span": _span3(prf), "prf_gain": max(prf) - shipped,
         "fusion_lambda": _set(g["fusion_lambda"]), "fusion_map": fused, "fusion_at": lam,
         "fusion_gain": fused - r256,
         "fusion_cm": max(cv[f"fusion_cm/{v}"] for v in g["fusion_lambda"]),
@@ -540,11 +544,6 @@ def _exploration(res: dict) -> tuple[dict, dict]:
         "fusion with SCM gains over the 256-direction KSM": fused > r256,
     }
     return values, claims
-
-
-def _lohi(values) -> str:
-    """The range of ``values``, three decimals: "0.270-0.278"."""
-    return f"{min(values):.3f}-{max(values):.3f}"
 
 
 def _ksmqe(res: dict) -> tuple[dict, dict]:
