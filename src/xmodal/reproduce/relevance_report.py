@@ -187,8 +187,9 @@ def write_report(results_dir: Path, report: Path, figure: Path | None = None) ->
     found = {k: read_json(Path(results_dir) / name) for k, name in RESULT_FILES.items()}
     missing = [RESULT_FILES[k] for k, v in found.items() if not v]
     if missing:
-        raise XmodalError(f"the relevance report needs {', '.join(missing)} in {results_dir}; "
-                          "run the parts of `xmodal reproduce corel5k` that write them")
+        raise XmodalError(f"the relevance report needs {', '.join(missing)} in {results_dir}: "
+                          "run the parts of `xmodal reproduce corel5k` that write them (the "
+                          "historical file is written by none: copy the repository's)")
     if figure is not None:
         plot_corel(found["results"]["corel"], found["nested"], figure)
     report.parent.mkdir(parents=True, exist_ok=True)
