@@ -53,6 +53,7 @@ class SavedType:
 
 _WIKIPEDIA = "xmodal.recipes.wikipedia:saved_scorer"
 _COREL = "xmodal.recipes.corel5k:saved_scorer"
+_EMBEDDING = "xmodal.recipes.flickr8k:embedding_scorer"  # model.score on the protocol's images
 SAVED_TYPES: dict[str, SavedType] = {
     "kcca": SavedType("xmodal.models.kcca:KCCA"),
     "hodosh-kcca": SavedType("xmodal.models.hodosh:HodoshKCCA",
@@ -66,7 +67,7 @@ SAVED_TYPES: dict[str, SavedType] = {
     "cmrm": SavedType("xmodal.models.relevance:CMRM", _COREL),
     "crm": SavedType("xmodal.models.relevance:CRM", _COREL),
     "keyword_head": SavedType("xmodal.models.tagger:KeywordHead"),
-    "dual-encoder": SavedType("xmodal.models.dual:DualEncoder", embeds=True),
+    "dual-encoder": SavedType("xmodal.models.dual:DualEncoder", _EMBEDDING, embeds=True),
     "gist-coordinate-ascent": SavedType("xmodal.gist.rank:CoordinateAscentRanker"),
 }
 
@@ -193,13 +194,13 @@ def get_scorer(spec: str, protocol_name: str) -> Scorer:
     spec = str(spec)
     if spec.endswith(".npz"):
         return PrecomputedEmbeddings(spec)
-    if spec.startswith(("python:", "openclip:")):
+    if spec.startswith("python:"):  # any object with the embedding methods: cosines
         return EmbeddingScorer(load_embedding_model(spec), spec)
+    if spec.startswith("openclip:"):
+        return _attr(_EMBEDDING)(load_embedding_model(spec))
     if _is_model_dir(spec):
         path = Path(spec).expanduser()
         kind, entry = saved_type(path)
-        if entry.embeds:
-            return EmbeddingScorer(load_embedding_model(spec), spec)
         if entry.scorer is None:
             raise XmodalError(f"{path}: a {kind!r} model cannot score evaluation protocols")
         return _attr(entry.scorer)(_attr(entry.estimator).load(path), path, protocol_name)
