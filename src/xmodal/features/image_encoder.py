@@ -115,26 +115,28 @@ def _key(image: ImageInput, flip: bool) -> str:
     return h + (":flip" if flip else "")
 
 
-def _caches(b: Backbone) -> dict[str, ArrayCache]:
+def _caches(b: Backbone, precision: str = "fp32") -> dict[str, ArrayCache]:
     """The feature caches of a backbone: pooled + logits, maps, prehead (the last two are big
-    and filled only when asked for)."""
+    and filled only when asked for); the int8 tower's features are kept apart."""
+    version = b.version + ("_int8" if precision == "int8" else "")
     return {
-        "small": ArrayCache(b.version, {"pooled": ((FEATURE_DIM,), "float32"),
-                                        "logits": ((N_CLASSES,), "float32")}),
-        "maps": ArrayCache(b.version + "_maps",
+        "small": ArrayCache(version, {"pooled": ((FEATURE_DIM,), "float32"),
+                                      "logits": ((N_CLASSES,), "float32")}),
+        "maps": ArrayCache(version + "_maps",
                            {"maps": ((b.grid, b.grid, FEATURE_DIM), "float16")}),
-        "prehead": ArrayCache(b.version + "_prehead",
+        "prehead": ArrayCache(version + "_prehead",
                               {"prehead": ((b.grid * b.grid, b.prehead_channels), "float16")}),
     }
 
 
-def _forward(batch: np.ndarray, outputs, backbone: str | None = None) -> dict[str, np.ndarray]:
+def _forward(batch: np.ndarray, outputs, backbone: str | None = None,
+             precision: str = "fp32") -> dict[str, np.ndarray]:
     """The named trunk outputs of a preprocessed batch, on the configured engine
     (:func:`xmodal.features.onnx_engine.engine`: ONNX Runtime by default, or torch)."""
     from xmodal.features.onnx_engine import effnet_forward, engine
 
     if engine() == "onnx":
-        return effnet_forward(batch, outputs, backbone)
+        return effnet_forward(batch, outputs, backbone, precision)
     import torch
 
     model = load_efficientnet(backbone)
@@ -156,6 +158,7 @@ def extract_image_features(
     on_error: Literal["raise", "mask"] = "raise",
     backbone: str | None = None,
     prehead: bool = False,
+    precision: str = "fp32",
 ) -> ImageFeatures:
     """EfficientNet-Lite features of ``images`` (paths or PIL images), in order.
 
@@ -163,7 +166,8 @@ def extract_image_features(
     zero rows for unreadable images and reports them in ``ok``. ``flip`` mirrors the images.
     ``backbone``: ``lite0`` (default), ``lite1`` or ``lite2`` (see :data:`BACKBONES`).
     ``maps`` / ``prehead`` also return the last feature map / the activations below the head
-    conv (what a tuned top, :mod:`xmodal.models.image_top`, reads).
+    conv (what a tuned top, :mod:`xmodal.models.image_top`, reads). ``precision`` "int8" runs
+    the int8 tower (ONNX Runtime only; see :func:`xmodal.features.onnx_engine.image_precision`).
     """
     from tqdm.auto import tqdm
 
@@ -187,7 +191,7 @@ def extract_image_features(
                 raise
             keys.append(None)
 
-    caches = _caches(bb) if cache else {}
+    caches = _caches(bb, precision) if cache else {}
     # cache name -> the outputs it holds, for the outputs asked for
     held = {"small": ("pooled", "logits"), "maps": ("maps",), "prehead": ("prehead",)}
     used = [c for c in held if any(k in wanted for k in held[c])]
@@ -220,7 +224,7 @@ def extract_image_features(
                     bar.close()
                     raise
         if good:
-            got = _forward(np.stack(arrays), wanted, bb.name)
+            got = _forward(np.stack(arrays), wanted, bb.name, precision)
             for name in wanted:
                 out[name][good] = got[name]
             ok[good] = True

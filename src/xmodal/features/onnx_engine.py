@@ -172,12 +172,49 @@ def _session(path: Path, export) -> object:
     return _SESSIONS[key]
 
 
+def image_precision(backbone: str | None = None) -> str:
+    """"int8" when the backbone's int8 tower ships (accepted on dev: ``xmodal.features.int8``),
+    runs on this engine and ``$XMODAL_INT8`` is not 0; else "fp32"."""
+    from xmodal.features.int8 import asset_path, supported
+
+    if os.environ.get("XMODAL_INT8", "").strip() == "0" or engine() != "onnx":
+        return "fp32"
+    ok = asset_path(get_backbone(backbone).name).is_file() and supported()
+    return "int8" if ok else "fp32"
+
+
+def effnet_int8_path(backbone: str | None = None) -> Path:
+    from xmodal.features.int8 import asset_path
+
+    b = get_backbone(backbone)
+    name = (f"effnet_{b.name}_{EFFNET_EXPORT_VERSION}_int8_{_file_digest(b.weights_path())}"
+            f"_{_file_digest(asset_path(b.name))}.onnx")
+    return cache_dir() / "onnx" / name
+
+
+def export_effnet_int8(path: Path, backbone: str | None = None) -> Path:
+    """The int8 trunk, quantized from the fp32 export (made first if missing) with the shipped
+    calibration and settings."""
+    from xmodal.features.int8 import load_asset, quantize_effnet
+
+    fp32 = effnet_model_path(backbone)
+    if not fp32.is_file():
+        export_effnet(fp32, backbone)
+    asset = load_asset(get_backbone(backbone).name)
+    return quantize_effnet(fp32, path, asset["onnxruntime_calibration"], asset["kept_fp32"],
+                           asset["format"])
+
+
 def effnet_forward(batch: np.ndarray, outputs=("pooled", "logits"),
-                   backbone: str | None = None) -> dict[str, np.ndarray]:
+                   backbone: str | None = None, precision: str = "fp32") -> dict[str, np.ndarray]:
     """The named trunk outputs (see :func:`export_effnet`) for a (b, 3, s, s) float32 batch, by
-    ONNX Runtime; maps and prehead as float16."""
-    session = _session(effnet_model_path(backbone),
-                       functools.partial(export_effnet, backbone=backbone))
+    ONNX Runtime, on the fp32 or the int8 tower; maps and prehead as float16."""
+    if precision == "int8":
+        session = _session(effnet_int8_path(backbone),
+                           functools.partial(export_effnet_int8, backbone=backbone))
+    else:
+        session = _session(effnet_model_path(backbone),
+                           functools.partial(export_effnet, backbone=backbone))
     out = session.run(list(outputs), {"images": np.ascontiguousarray(batch, dtype=np.float32)})
     return {name: a.astype(np.float16) if name in ("maps", "prehead") else a
             for name, a in zip(outputs, out)}

@@ -203,6 +203,7 @@ class DualEncoder:
         ``cache=False`` skips the feature cache (the photo index is its own cache).
         """
         from xmodal.features.image_encoder import extract_image_features
+        from xmodal.features.onnx_engine import image_precision
 
         images = list(images)
         if not images:
@@ -210,7 +211,8 @@ class DualEncoder:
         needs_maps = self.has_heads and self.heads_.uses_maps
         f = extract_image_features(images, maps=needs_maps, progress=progress, on_error=on_error,
                                    cache=cache, backbone=self.image_backbone,
-                                   prehead=self.image_top_ is not None)
+                                   prehead=self.image_top_ is not None,
+                                   precision=image_precision(self.image_backbone))
         emb = self.embed_image_features(f.pooled, f.logits, f.maps, f.prehead)
         emb[~f.ok] = 0.0
         return emb
