@@ -58,6 +58,7 @@ def page():
         context = browser.new_context(viewport={"width": 1100, "height": 800})
         pg = context.new_page()
         pg.set_default_timeout(15_000)
+        pg.set_default_navigation_timeout(60_000)  # a page load on a busy 2-core machine
         yield pg
         context.close()
 
