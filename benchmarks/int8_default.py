@@ -1,25 +1,29 @@
 """Should the default model's image tower run in int8? Decided on dev by a tolerance (issue 32).
 
     python -m benchmarks.int8_default                  # ~10 minutes on 2 cores
-    python -m benchmarks.int8_default --ship qdq-minmax  # also write the shipped ranges file
+    python -m benchmarks.int8_default --tail 18 --keep "^/_conv_stem" --calibration /tmp/c.json
+    python -m benchmarks.int8_default --model fast --name int8_fast --ship qoperator-minmax
 
-1. Activation ranges of the fp32 EfficientNet-Lite2 export, measured on 300 training photos
-   (150 Flickr8K + 150 Conceptual Captions, seeded): MinMax.
-2. Variants (``--exclude``, ``--tail``), all int8 per-channel weights with reduce_range and uint8 activations (ONNX
-   Runtime): QDQ and QOperator from the MinMax ranges (the 99.999th percentile lost more:
-   selection score -0.94 against MinMax's -0.76, QDQ, first run), and QOperator with the layers whose outputs drift most (per-layer SQNR of the QDQ model
-   against fp32 on 8 dev photos, ``onnxruntime.quantization.qdq_loss_debug``) kept in fp32, or
-   every layer from a given block on (the last, smallest feature maps: little of the compute).
+1. Activation ranges of the fp32 EfficientNet-Lite export, measured on 300 training photos
+   (150 Flickr8K + 150 Conceptual Captions, seeded): MinMax (the 99.999th percentile lost more
+   in a first run: selection score -0.94 against MinMax's -0.76, QDQ).
+2. Variants, all int8 per-channel weights with reduce_range and uint8 activations (ONNX
+   Runtime): QDQ and QOperator from the MinMax ranges; QOperator keeping in fp32 the layers
+   whose outputs drift most (``--exclude N``: per-layer SQNR of the QDQ model against fp32 on
+   8 dev photos, ``onnxruntime.quantization.qdq_loss_debug``), every layer from a block on
+   (``--tail K``: the last, smallest feature maps) or the nodes matching a pattern (``--keep``).
 3. Speed: the trunk alone on a batch of 32 dev photos, variants alternated, median of 5.
-4. Quality as training selects, on **dev only**: the default model (its tuned top, heads and
-   image querybank) on Flickr8K dev (1,000 x 5,000) and CC dev (1,000 x 1,000); the selection
-   score is the mean over the two splits of the mean R@1 of both directions. A variant is
-   acceptable when its selection score is at most 0.3 below fp32's.
+4. Quality as training selects, on **dev only**: the model (``--model``, default the shipped
+   one with its tuned top, heads and image querybank) on Flickr8K dev (1,000 x 5,000) and CC
+   dev (1,000 x 1,000); the selection score is the mean over the two splits of the mean R@1 of
+   both directions. A variant is acceptable when its selection score is at most 0.3 below
+   fp32's.
 5. OpenVINO (NNCF, ``overflow_fix``) side by side when ``--openvino DIR`` points at the outputs
    of ``benchmarks/int8_openvino.py`` (run in its own virtualenv: see that file).
 
-Writes ``benchmarks/results/int8_default.json``; ``--ship NAME`` writes the chosen variant's
-calibration and kept-fp32 nodes to ``src/xmodal/assets/int8/effnet_lite2.json``.
+Writes ``benchmarks/results/int8_default.json`` (``--name``); ``--ship NAME`` writes the chosen
+variant's calibration and kept-fp32 nodes to ``src/xmodal/assets/int8/effnet_<backbone>.json``,
+which makes :func:`xmodal.features.onnx_engine.image_precision` choose int8 for that backbone.
 """
 
 from __future__ import annotations
@@ -39,14 +43,13 @@ from xmodal.features.image_encoder import get_backbone, open_image, preprocess
 from xmodal.features.int8 import asset_path, calibrate, quantize_effnet
 from xmodal.features.onnx_engine import effnet_model_path, export_effnet
 from xmodal.features.text_encoder import encode_texts
-from xmodal.models.dual import default_model
+from xmodal.factory import load_embedding_model
 from xmodal.models.dual_train import recall_5cap_scores
 from xmodal.recipes.dual import training_items
 
-BACKBONE = "lite2"
 N_CALIBRATION = 150  # from each of Flickr8K train and CC train
 TOLERANCE = 0.3
-OUTPUTS = ["logits", "prehead"]
+OUTPUTS = ["pooled", "logits", "prehead"]
 
 
 def session(path: Path):
@@ -87,7 +90,7 @@ def dev_data():
 
 
 def dev_quality(model, feats: dict[str, np.ndarray], splits, text_emb) -> dict:
-    E = model.embed_image_features(None, feats["logits"], None,
+    E = model.embed_image_features(feats["pooled"], feats["logits"], None,
                                    feats["prehead"].astype(np.float16))
     res = {}
     for (split, rows, _, cap_rows), T in zip(splits, text_emb):
@@ -145,21 +148,36 @@ def tail_nodes(model_path: Path, first_block: int) -> list[str]:
     return [n for n in names[start:] if not re.search(r"Constant|Shape", n)]
 
 
+def matching_nodes(model_path: Path, pattern: str) -> list[str]:
+    """The nodes whose names match the regular expression ``pattern``."""
+    import re
+
+    import onnx
+
+    return [n.name for n in onnx.load(str(model_path)).graph.node if re.search(pattern, n.name)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--exclude", type=int, nargs="*", default=[4, 12],
                     help="variants keeping this many of the worst layers in fp32")
     ap.add_argument("--tail", type=int, nargs="*", default=[],
                     help="variants keeping every layer from this block on in fp32")
+    ap.add_argument("--keep", nargs="*", default=[],
+                    help="variants keeping the nodes whose names match this regex in fp32")
     ap.add_argument("--calibration", type=Path,
                     help="reuse (or save) the MinMax calibration in this file")
     ap.add_argument("--openvino", type=Path, help="outputs of benchmarks/int8_openvino.py")
     ap.add_argument("--dump", type=Path, help="write the calibration and dev batches here "
                     "(for benchmarks/int8_openvino.py) and stop")
-    ap.add_argument("--ship", help="write this variant's ranges as the shipped ranges file")
+    ap.add_argument("--ship", help="write this variant's calibration as the shipped int8 file")
+    ap.add_argument("--model", default="dual", help="the model whose image tower is quantized")
+    ap.add_argument("--name", default="int8_default", help="results file name")
     args = ap.parse_args()
     t_start = time.time()
-    size = get_backbone(BACKBONE).image_size
+    model = load_embedding_model(args.model)
+    backbone = model.image_backbone
+    size = get_backbone(backbone).image_size
     image_paths, splits, (ids, paths, split_ids) = dev_data()
     rng = np.random.default_rng(0)
     path_of = dict(zip(ids, paths))
@@ -177,9 +195,9 @@ def main() -> None:
         np.save(args.dump / "dev.npy", dev)
         print(f"wrote {args.dump}")
         return
-    fp32 = effnet_model_path(BACKBONE)
+    fp32 = effnet_model_path(backbone)
     if not fp32.is_file():
-        export_effnet(fp32, BACKBONE)
+        export_effnet(fp32, backbone)
     work = Path(tempfile.mkdtemp(prefix="xmodal-int8-"))
     if args.calibration and args.calibration.is_file():
         calibration = {"minmax": json.loads(args.calibration.read_text())}
@@ -197,16 +215,11 @@ def main() -> None:
                                       exclude, fmt)
         print(f"{name}: quantized in {time.time() - t0:.0f} s")
     errors = layer_errors(fp32, built["qdq-minmax"], dev[:8]) if args.exclude else {}
-    for k in args.exclude:
-        excluded = producers(fp32, list(errors)[:k])
-        name = f"qoperator-minmax-fp32-worst{k}"
-        variants[name] = ("minmax", "qoperator", tuple(excluded))
-        built[name] = quantize_effnet(fp32, work / f"{name}.onnx", calibration["minmax"],
-                                      excluded, "qoperator")
-
-    for k in args.tail:
-        excluded = tail_nodes(fp32, k)
-        name = f"qoperator-minmax-fp32-from-block{k}"
+    kept = ([(f"worst{k}", producers(fp32, list(errors)[:k])) for k in args.exclude]
+            + [(f"from-block{k}", tail_nodes(fp32, k)) for k in args.tail]
+            + [(pattern, matching_nodes(fp32, pattern)) for pattern in args.keep])
+    for label, excluded in kept:  # QOperator with these nodes in fp32
+        name = f"qoperator-minmax-fp32-{label}"
         variants[name] = ("minmax", "qoperator", tuple(excluded))
         built[name] = quantize_effnet(fp32, work / f"{name}.onnx", calibration["minmax"],
                                       excluded, "qoperator")
@@ -220,7 +233,6 @@ def main() -> None:
             sess.run(OUTPUTS, {"images": x})
             speed[k].append(32 / (time.perf_counter() - t0))
 
-    model = default_model()
     text_emb = [model.embed_text_features(encode_texts(texts, encoder=model.text_encoder,
                                                        progress=False))
                 for _, _, texts, _ in splits]
@@ -247,16 +259,17 @@ def main() -> None:
                                               round(float(cos.mean()), 4)],
                    **({"kept_fp32": list(variants[k][2])} if k in variants else {})}
         print(k, rows[k])
-    out = {"backbone": BACKBONE, "calibration": f"{N_CALIBRATION} Flickr8K + {N_CALIBRATION} "
-           "CC training photos (seed 0)", "tolerance": f"selection score drop <= {TOLERANCE}",
+    out = {"model": args.model, "backbone": backbone,
+           "calibration": f"{N_CALIBRATION} Flickr8K + {N_CALIBRATION} CC training photos (seed 0)",
+           "tolerance": f"selection score drop <= {TOLERANCE}",
            "dev": "Flickr8K dev 1,000 x 5,000 and CC dev 1,000 x 1,000, default model with "
                   "its image querybank",
            "worst_layers_sqnr_db": {k: round(v, 2) for k, v in list(errors.items())[:12]},
            "variants": rows, "elapsed_s": round(time.time() - t_start)}
-    record("int8_default", out)
+    record(args.name, out)
     if args.ship:
         method, fmt, exclude = variants[args.ship]
-        target = asset_path(BACKBONE)
+        target = asset_path(backbone)
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps({
             "variant": args.ship, "format": fmt, "kept_fp32": list(exclude),

@@ -9,7 +9,7 @@ OpenVINO and NNCF are not xmodal dependencies, so this script imports nothing fr
 NNCF quantizes the fp32 ONNX export read by OpenVINO (post-training, the 300 calibration
 photos, ``overflow_fix`` enabled: 7-bit weights in the first layer on CPUs without VNNI), then
 the trunk runs on OpenVINO's CPU plugin (2 threads); the fp32 model on OpenVINO too, for speed.
-Writes ``openvino-int8.npz`` (logits, prehead of the dev photos) and ``speed.json``.
+Writes ``openvino-int8.npz`` (pooled, logits, prehead of the dev photos) and ``speed.json``.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-OUTPUTS = ["logits", "prehead"]
+OUTPUTS = ["pooled", "logits", "prehead"]
 
 
 def main() -> None:

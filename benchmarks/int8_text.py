@@ -49,7 +49,8 @@ opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
 s = ort.InferenceSession(sys.argv[1], opts, providers=["CPUExecutionProvider"])
 tok = Tokenizer.from_file(sys.argv[2])
 e = tok.encode("a dog runs on the beach")
-s.run(["embedding"], {"input_ids": np.array([e.ids]), "attention_mask": np.array([e.attention_mask])})
+s.run(["embedding"], {"input_ids": np.array([e.ids]),
+                      "attention_mask": np.array([e.attention_mask])})
 print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
 """
 
@@ -141,7 +142,8 @@ def main() -> None:
                          for k, v in cold.items()},
         "query_ms_median": {k: round(statistics.median(v), 2) for k, v in latency.items()},
         "quality": quality, "selection_drop": drop, "acceptable": drop <= TOLERANCE,
-        "tolerance": f"selection score drop <= {TOLERANCE}", "elapsed_s": round(time.time() - t_start)}
+        "tolerance": f"selection score drop <= {TOLERANCE}",
+        "elapsed_s": round(time.time() - t_start)}
     print(json.dumps(out, indent=1))
     record("int8_text", out)
 

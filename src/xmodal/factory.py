@@ -2,7 +2,8 @@
 
 A *spec* is what ``--model`` / ``-m`` takes:
 
-- ``None``, ``"dual"``, ``"default"``: the shipped dual encoder; ``"efficientnet-minilm-zeroshot"``:
+- ``None``, ``"dual"``, ``"default"``: the shipped dual encoder; ``"fast"``: the same recipe on
+  EfficientNet-Lite0 + MiniLM; ``"efficientnet-minilm-zeroshot"``:
   its training-free bridge alone (the dual encoder's own names, :func:`xmodal.models.dual.named`);
 - a registered setting (``xmodal models``): its record in the recipes' settings table;
 - a saved model directory (``config.json`` + ``arrays.npz``): opened by its ``type`` through
@@ -36,7 +37,7 @@ from xmodal.errors import XmodalError
 from xmodal.models.embedding import EmbeddingModel, check_embedding_model
 
 Scorer = Callable[..., Any]
-DUAL_NAMES = ("dual", "default", "efficientnet-minilm-zeroshot")
+DUAL_NAMES = ("dual", "default", "fast", "efficientnet-minilm-zeroshot")
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from xmodal.models.modeldir import (dequantize_rows, quantize_rows, read_model_d
                                     write_model_dir)
 
 DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "dual"
+FAST_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "fast"
 MODEL_TYPE = "dual-encoder"
 CLASS_PROMPT = "a photo of a {}."
 
@@ -372,6 +373,7 @@ def _from_int8(arrays: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 # ----- resolving a model spec ------------------------------------------------------------------
 _DEFAULT: DualEncoder | None = None
+_NAMED: dict[str, DualEncoder] = {}
 
 
 def default_model() -> DualEncoder:
@@ -387,10 +389,18 @@ def default_model() -> DualEncoder:
 
 def named(name: str | None = None) -> DualEncoder:
     """The dual encoder's own named models: None, ``"dual"`` or ``"default"`` (the shipped
-    model) and ``"efficientnet-minilm-zeroshot"`` (the training-free bridge alone). Every other
-    spec is resolved by :mod:`xmodal.factory`."""
+    model), ``"fast"`` (the same recipe on EfficientNet-Lite0 + MiniLM, for big libraries and
+    slow machines) and ``"efficientnet-minilm-zeroshot"`` (the training-free bridge alone).
+    Every other spec is resolved by :mod:`xmodal.factory`."""
     if name in (None, "dual", "default"):
         return default_model()
+    if name == "fast":
+        if not (FAST_MODEL_DIR / "config.json").is_file():
+            raise XmodalError(f"the fast model is not installed ({FAST_MODEL_DIR} is missing)")
+        if "fast" not in _NAMED:
+            _NAMED["fast"] = DualEncoder.load(FAST_MODEL_DIR)
+        return _NAMED["fast"]
     if name == "efficientnet-minilm-zeroshot":
         return DualEncoder(bridge_weight=1.0)
-    raise XmodalError(f"unknown dual encoder {name!r}: 'dual' or 'efficientnet-minilm-zeroshot'")
+    raise XmodalError(f"unknown dual encoder {name!r}: 'dual', 'fast' or "
+                      "'efficientnet-minilm-zeroshot'")
