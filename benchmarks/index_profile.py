@@ -30,12 +30,14 @@ with the library's functions wrapped at run time by timers that add up, per thre
 wall time (``perf_counter``) and CPU time (``thread_time``); a stage's *self* time leaves out
 the time of the timed stages nested inside it. Stages:
 
-- loader thread (reads, hashes and decodes the next batch while the encoder embeds this one):
-  ``read_bytes``, SHA-1, ``open`` (header), decode (``ImageFile.load`` after ``draft``),
-  ``exif_transpose`` + ``convert``, the shrink to 448 px (``thumbnail``), EXIF metadata;
-- encoder (main) thread: waiting for the loader, the pixel hash ``extract_image_features``
-  computes as a cache key even with the cache off, the RGB copy (``open_image``), the resize to
-  the tower's input (260 px for Lite2: ``Image.resize`` inside ``preprocess``), normalisation,
+- loader threads (two, reading, hashing and decoding the next batch's files while the encoder
+  embeds this one): ``read_bytes``, SHA-1, ``open`` (header), decode (``ImageFile.load`` after
+  ``draft`` to the tower's input), ``exif_transpose`` + ``convert``, the resize to the tower's
+  square input (260 px for Lite2; models that do not name one: the shrink to 448 px), EXIF
+  metadata; their columns add both threads' time per photo;
+- encoder (main) thread: waiting for the loaders, the pixel hash ``extract_image_features``
+  computed as a cache key before the cache was skipped, the RGB copy (``open_image``), the
+  resize in ``preprocess`` (a copy when the loader decoded to the input size), normalisation,
   the tower (``effnet_forward``: ONNX Runtime, whose own worker threads are not Python threads),
   the default model's tuned head conv (``top_pooled``, numpy), the heads
   (``NumpyHeads.embed_images``) and the bridge, SQLite (``_embed_and_commit`` minus
@@ -44,7 +46,8 @@ the time of the timed stages nested inside it. Stages:
 Threads in use are sampled from ``/proc/self/task`` while indexing: the ORT intra-op pool (the
 threads that appear when the session is created), the loader, tqdm's monitor, BLAS; with each
 one's CPU seconds. The same process then measures the *decode-only* rate of the same files
-(``read_bytes`` + ``load_checked``, on 2 threads and on 1), to compare with indexing (issue 32:
+(``read_bytes`` + ``load_checked`` to the tower's input size, as indexing decodes, on 2 threads
+and on 1), to compare with indexing (issue 32:
 "12 MP JPEGs index at >= 85% of the decode-only rate"). Last, unless ``--no-plain``, a plain
 ``xmodal index`` process without the timers gives the timers' overhead, and one more with
 ``OPENBLAS_NUM_THREADS=1`` tests whether numpy's OpenBLAS worker, which spins after each of the
@@ -290,7 +293,7 @@ def child(folder: Path, db: Path, result: Path) -> None:
             opaque=True)
     T.patch(dual.DualEncoder, "prepare_queries", "prepare text encoder", opaque=True)
     # loader thread
-    T.patch(pi, "_load_batch", "load batch")
+    T.patch(pi, "_load_file", "load file")
     T.patch(pi, "read_bytes", "read file", opaque=True)
 
     class _Hashlib:  # photo_index's hashlib with a timed sha1
@@ -355,13 +358,13 @@ def child(folder: Path, db: Path, result: Path) -> None:
 
     loader_tids: set[int] = set()
     pool_threads: dict[int, str] = {}
-    orig_load_batch = getattr(pi, "_load_batch")
+    orig_load_file = getattr(pi, "_load_file")
 
-    def load_batch(*a, **k):
+    def load_file(*a, **k):
         loader_tids.add(threading.get_native_id())
-        return orig_load_batch(*a, **k)
+        return orig_load_file(*a, **k)
 
-    setattr(pi, "_load_batch", load_batch)
+    setattr(pi, "_load_file", load_file)
     after_loop: dict[int, dict] = {}
     orig_update = pi.PhotoIndex._update
 
@@ -439,9 +442,11 @@ def child(folder: Path, db: Path, result: Path) -> None:
 
     pi.hashlib = hashlib
 
+    square = factory.load_embedding_model(None).image_input_size  # decoded as indexing does
+
     def decode(path: str) -> bool:
         data, _ = scan.read_bytes(path)
-        return scan.load_checked(path, data)[0] is not None
+        return scan.load_checked(path, data, square)[0] is not None
 
     orig = {}  # unwrap the decoder's timed functions for the decode-only runs
     for owner, attr in ((PIL.ImageFile.ImageFile, "load"), (PIL.Image.Image, "convert"),
@@ -461,7 +466,7 @@ def child(folder: Path, db: Path, result: Path) -> None:
     def hash_decode(path: str) -> bool:
         data, _ = scan.read_bytes(path)
         hashlib.sha1(data).hexdigest()
-        return scan.load_checked(path, data)[0] is not None
+        return scan.load_checked(path, data, square)[0] is not None
 
     t = time.perf_counter()
     with ThreadPoolExecutor(2) as pool:
@@ -493,10 +498,10 @@ def summarise(timers: dict, n: int) -> dict:
         "sha1": ms(w(load, "sha1")),
         "decode (header, draft, entropy + IDCT)": ms(w(load, *decode)),
         "exif_transpose + convert": ms(w(load, "exif_transpose", "convert")),
-        "shrink to 448 (thumbnail)": ms(w(load, *shrink)),
+        "shrink (to the tower's input, or 448 px)": ms(w(load, *shrink)),
         "load_checked checks (rest)": ms(w(load, "load_checked (rest: checks)")),
         "EXIF metadata": ms(w(load, "metadata (EXIF)")),
-        "rest of _load_batch": ms(w(load, "load batch")),
+        "rest of _load_file": ms(w(load, "load file")),
     }
     encoder = {
         "wait for loader": ms(w(enc, "wait for loader")),
@@ -524,11 +529,11 @@ def summarise(timers: dict, n: int) -> dict:
         "rest of _update (loop glue, progress, SQLite reads)": ms(w(enc, "update (all)")),
         "model load": ms(w(enc, "model load")),
     }
-    busy_loader = w(load, "load batch", key="wall_s")
+    busy_loader = w(load, "load file", key="wall_s")
     return {"loader_thread_ms_per_photo": loader, "encoder_thread_ms_per_photo": encoder,
             "once_per_run_ms_per_photo": after,
             "loader_busy_ms_per_photo": ms(busy_loader),
-            "loader_cpu_ms_per_photo": ms(w(load, "load batch", key="cpu_s")),
+            "loader_cpu_ms_per_photo": ms(w(load, "load file", key="cpu_s")),
             "encoder_loop_ms_per_photo": round(sum(encoder.values())
                                                - encoder["ORT session create + file digest "
                                                          "(once)"], 2)}

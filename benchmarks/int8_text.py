@@ -34,7 +34,7 @@ from benchmarks._record import record
 from benchmarks.int8_default import dev_data
 from xmodal.features.image_encoder import extract_image_features
 from xmodal.features.onnx_engine import mpnet_model_path, prepare_text_encoder
-from xmodal.features.text_encoder import mpnet_dir
+from xmodal.features.weights import mpnet_dir
 from xmodal.models.dual import default_model
 from xmodal.models.dual_train import recall_5cap_scores
 
