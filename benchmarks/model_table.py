@@ -6,6 +6,7 @@
     python -m benchmarks.model_table --render                # README + docs from the stored JSON
     python -m benchmarks.model_table --quality dual fast     # a test look: model_quality.json
     python -m benchmarks.model_table --import-existing       # earlier test numbers, no new look
+    python -m benchmarks.model_table --quality efficientnet-minilm-zeroshot --protocols skimage-ood
 
 Rows: ``dual`` (the default; its image tower runs int8 when that tower ships, see
 :func:`xmodal.features.onnx_engine.image_precision`, and then a row ``dual (fp32 tower)`` runs
@@ -30,8 +31,10 @@ Quality is never computed by the table run: it is read from
 ``benchmarks/results/model_quality.json`` (the latest record of each row), which ``--quality``
 writes by evaluating ``flickr8k-5cap``, ``cc-heldout`` and ``skimage-ood`` (what
 ``xmodal eval -p P -m SPEC`` computes, through :func:`benchmarks.ood_eval.evaluate`), counting
-each row's looks at the test splits; ``--import-existing`` copies the fp32 default's and the
-bridge's numbers from ``dual_encoder.json`` and ``ood_eval_skimage.json`` instead (no new look).
+each row's looks at the test splits (``--protocols``: some of them; a later record replaces
+the protocols it looked at); ``--import-existing`` copies the fp32 default's and the bridge's
+numbers from ``dual_encoder.json`` and ``ood_eval_skimage.json`` instead (no new look; the
+bridge has no skimage-ood numbers there).
 
 Writes ``benchmarks/results/model_table.json`` and the Markdown table between the
 ``<!-- model-table:start -->`` / ``<!-- model-table:end -->`` markers of ``README.md`` and
@@ -126,7 +129,7 @@ def render_markdown(table: dict) -> str:
             f"{s['camera_photos']} 12 MP JPEGs, fresh processes, encoders exported, empty "
             f"feature cache. Quality: read from `benchmarks/results/{QUALITY}.json` (test "
             f"splits). {MISSING}: not measured, the reason is in "
-            f"`benchmarks/results/{TABLE}.json`.")
+            f"`benchmarks/results/{table.get('benchmark', TABLE)}.json`.")
     skipped = [f"`{k['spec']}`" for k in results.get("skipped", [])]
     if skipped:
         note += f" Not in the table (could not be loaded): {', '.join(skipped)}."
@@ -217,7 +220,7 @@ def files_mb(row: Row, model) -> tuple[float | None, dict]:
     counted: dict[str, float] = {}
     folder = model_dir(row.spec)
     if folder is not None:
-        counted[str(folder)] = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        counted[os.path.relpath(folder, REPO)] = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
     elif row.spec != "efficientnet-minilm-zeroshot":
         return None, {"reason": f"the saved directory of {row.spec!r} is not known"}
     backbone, text = getattr(model, "image_backbone", None), getattr(model, "text_encoder", None)
@@ -233,7 +236,7 @@ def files_mb(row: Row, model) -> tuple[float | None, dict]:
     for f in files:
         if not f.is_file():
             return None, {"reason": f"{f} is missing after the warm-up index"}
-        counted[str(f)] = f.stat().st_size
+        counted[f.name] = f.stat().st_size
     return round(sum(counted.values()) / 1e6, 1), {k: round(v / 1e6, 2) for k, v in
                                                    counted.items()}
 
@@ -301,7 +304,9 @@ def measure(row: Row, sets: dict[str, Path], work: Path, searches: int, query_te
             details[kind] = run
             values[key] = run["images_per_s"]
         values["peak_mb"] = details["flickr224"]["peak_mb"]
-        with environment({"XMODAL_CACHE": str(work / f"query-cache-{tag}")}):
+        query_cache = work / f"query-cache-{tag}"
+        shutil.copytree(export, query_cache / "onnx")  # the exports, not the text cache
+        with environment({"XMODAL_CACHE": str(query_cache)}):
             details["query"] = query_ms(model, query_texts)
         values["query_ms"] = details["query"]["median_ms"]
         with environment({"XMODAL_CACHE": str(work / f"cache-flickr224-{tag}")}):
@@ -335,12 +340,25 @@ def read_results(name: str) -> dict | None:
 
 
 def latest_quality(records: list[dict]) -> dict[str, dict]:
-    """The latest quality record of each :attr:`Row.quality_key`."""
-    return {r["key"]: r for r in records}
+    """Per :attr:`Row.quality_key`, each protocol's latest result: ``{"metrics", "missing",
+    "records"}``, where a record overrides the protocols it looked at (value or reason) and
+    ``records`` says which record each protocol's value comes from."""
+    merged: dict[str, dict] = {}
+    for r in records:
+        m = merged.setdefault(r["key"], {"metrics": {}, "missing": {}, "records": {}})
+        for p in r.get("protocols", QUALITY_PROTOCOLS):
+            m["metrics"].pop(p, None)
+            m["missing"].pop(p, None)
+            if p in r["metrics"]:
+                m["metrics"][p] = r["metrics"][p]
+            else:
+                m["missing"][p] = r.get("missing", {}).get(p, "not recorded")
+            m["records"][p] = {k: r[k] for k in ("date", "commit", "source", "test_looks")}
+    return merged
 
 
 def quality_values(rec: dict | None) -> tuple[dict, dict]:
-    """(values, reasons) of the three quality columns from one quality record."""
+    """(values, reasons) of the three quality columns from a row's :func:`latest_quality`."""
     keys = ("flickr8k_r1", "cc_t2i_r10", "skimage_first_top5")
     if rec is None:
         reason = f"no record in {QUALITY}.json (python -m benchmarks.model_table --quality ...)"
@@ -379,7 +397,7 @@ def append_quality(new: list[dict]) -> Path:
                                        "Flickr8K test distractors"})
 
 
-def evaluate_quality(names: list[str]) -> None:
+def evaluate_quality(names: list[str], protocols=QUALITY_PROTOCOLS) -> None:
     """``--quality``: evaluate each row (a row name or a spec) on the test protocols."""
     from benchmarks.ood_eval import evaluate
     from xmodal.errors import XmodalError
@@ -395,13 +413,14 @@ def evaluate_quality(names: list[str]) -> None:
             raise SystemExit(f"{name!r} is not a row here ({sorted(by_name)}; skipped: {skipped})")
         metrics, missing = {}, {}
         with environment({"HF_HUB_OFFLINE": "1", **row.env}):
-            for p in QUALITY_PROTOCOLS:
+            for p in protocols:
                 try:
                     metrics[p] = metrics_of(p, evaluate([row.spec], [p])[p][row.spec])
                 except XmodalError as exc:  # cc-heldout without CC18K on this machine
                     missing[p] = str(exc)
         new.append({"key": row.quality_key, "row": name, "spec": row.spec, "env": row.env,
                     "image_precision": row.precision, "source": "evaluated",
+                    "protocols": list(protocols),
                     "date": utc_now(), "commit": git_commit(), "metrics": metrics,
                     "missing": missing})
     print(append_quality(new))
@@ -416,8 +435,10 @@ def import_existing() -> None:
     dual = read_results("dual_encoder")
     skimage = read_results("ood_eval_skimage")
     source = f"dual_encoder.json (commit {dual['git_commit']}, {dual['date']})"
-    asset = subprocess.run(["git", "log", "-1", "--format=%h", "--", "src/xmodal/assets/dual"],
-                           cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
+    # the weights and settings that rank (calibration.json only maps scores to probabilities)
+    weights = ["src/xmodal/assets/dual/arrays.npz", "src/xmodal/assets/dual/config.json"]
+    asset = subprocess.run(["git", "log", "-1", "--format=%h", "--", *weights], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.strip()
     same = subprocess.run(["git", "merge-base", "--is-ancestor", asset, dual["git_commit"]],
                           cwd=REPO).returncode == 0
     if not same:
@@ -444,6 +465,7 @@ def import_existing() -> None:
         missing = {p: "not in the imported files" for p in QUALITY_PROTOCOLS if p not in metrics}
         new.append({"key": row.quality_key, "row": row.name, "spec": spec,
                     "env": {"XMODAL_INT8": "0"} if int8 else {}, "image_precision": "fp32",
+                    "protocols": list(QUALITY_PROTOCOLS),
                     "source": "imported", "imported_from": origin,
                     "note": "imported from earlier test runs by --import-existing: no new test "
                             "look", "date": dual["date"], "commit": dual["git_commit"],
@@ -472,8 +494,7 @@ def build_table(args) -> dict:
             out_rows.append({"model": row.name, "spec": row.spec, "env": row.env,
                              "values": {**values, **q_values}, "missing": {**missing,
                                                                            **q_missing},
-                             "quality_record": None if rec is None else
-                             {k: rec[k] for k in ("date", "commit", "source", "test_looks")},
+                             "quality_records": None if rec is None else rec["records"],
                              "speed": details})
             print(row.name, out_rows[-1]["values"], flush=True)
     finally:
@@ -499,11 +520,13 @@ def main() -> None:
     ap.add_argument("--quality", nargs="+", metavar="ROW",
                     help="evaluate these rows (specs, or 'dual (fp32 tower)') on the test "
                          "protocols and append them to model_quality.json")
+    ap.add_argument("--protocols", nargs="+", default=list(QUALITY_PROTOCOLS),
+                    choices=QUALITY_PROTOCOLS, help="with --quality: the protocols to look at")
     ap.add_argument("--import-existing", action="store_true",
                     help="import the fp32 default's and the bridge's earlier test numbers")
     args = ap.parse_args()
     if args.quality:
-        return evaluate_quality(args.quality)
+        return evaluate_quality(args.quality, args.protocols)
     if args.import_existing:
         return import_existing()
     if not args.render:

@@ -16,6 +16,7 @@ from benchmarks.model_table import (
     RESULTS,
     START,
     TABLE,
+    latest_quality,
     marked,
     quality_values,
     render_markdown,
@@ -75,6 +76,30 @@ def test_quality_values_name_what_is_missing():
     assert values == {"flickr8k_r1": [0.3, 0.2], "cc_t2i_r10": None,
                       "skimage_first_top5": [1, 2, 13]}
     assert missing == {"cc_t2i_r10": "CC18K absent"}
+
+
+def test_a_later_record_replaces_only_the_protocols_it_looked_at():
+    def rec(source, looks, protocols, metrics, missing=None):
+        return {"key": "bridge|fp32", "date": f"day {looks}", "commit": "c", "source": source,
+                "test_looks": looks, "protocols": protocols, "metrics": metrics,
+                "missing": missing or {}}
+
+    imported = rec("imported", 0, ["flickr8k-5cap", "cc-heldout", "skimage-ood"],
+                   {"flickr8k-5cap": [0.03, 0.05], "cc-heldout": 0.3},
+                   {"skimage-ood": "not in the imported files"})
+    skimage = rec("evaluated", 1, ["skimage-ood"], {"skimage-ood": [2, 6, 13]})
+    merged = latest_quality([imported, skimage])["bridge|fp32"]
+    assert merged["metrics"] == {"flickr8k-5cap": [0.03, 0.05], "cc-heldout": 0.3,
+                                 "skimage-ood": [2, 6, 13]}
+    assert merged["missing"] == {}
+    assert merged["records"]["skimage-ood"]["test_looks"] == 1
+    assert merged["records"]["cc-heldout"]["source"] == "imported"
+    full = rec("evaluated", 2, ["flickr8k-5cap", "cc-heldout", "skimage-ood"],
+               {"flickr8k-5cap": [0.04, 0.06], "skimage-ood": [3, 6, 13]},
+               {"cc-heldout": "CC18K absent"})
+    merged = latest_quality([imported, skimage, full])["bridge|fp32"]
+    assert merged["metrics"] == {"flickr8k-5cap": [0.04, 0.06], "skimage-ood": [3, 6, 13]}
+    assert merged["missing"] == {"cc-heldout": "CC18K absent"}
 
 
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
