@@ -320,17 +320,20 @@ def measure(row: Row, sets: dict[str, Path], work: Path, searches: int, query_te
     return values, missing, details
 
 
-def photo_sets(work: Path, photos: int, camera_photos: int) -> dict[str, Path]:
-    """Folders of Flickr8K test photos (224 px), 12 MP JPEGs and a few warm-up photos."""
+def photo_sets(work: Path, photos: int, camera_photos: int) -> tuple[dict[str, Path], dict]:
+    """Folders of Flickr8K test photos (224 px), 12 MP JPEGs and a few warm-up photos, and how
+    the 12 MP JPEGs were made (``index_profile.make_sets``' record of them)."""
     from benchmarks.index_profile import DEFAULT_ORIGINALS, make_sets
     from benchmarks.index_speed import photos as flickr_photos
 
     sets = {"flickr224": flickr_photos(photos, work / "flickr224"),
             "warm": flickr_photos(4, work / "warm")}
+    made = {}
     if camera_photos > 0:
         made = make_sets(camera_photos, work, DEFAULT_ORIGINALS, ["camera12mp_grain"])
-        sets["camera12mp_grain"] = made["camera12mp_grain"]["folder"]
-    return sets
+        made = made["camera12mp_grain"]
+        sets["camera12mp_grain"] = made.pop("folder")
+    return sets, made
 
 
 # ----- quality (read, or written by --quality / --import-existing) -----------------------------
@@ -484,7 +487,7 @@ def build_table(args) -> dict:
     work = Path(tempfile.mkdtemp(prefix="xmodal-model-table-", dir="/tmp"))
     out_rows = []
     try:
-        sets = photo_sets(work, args.photos, args.camera_photos)
+        sets, camera = photo_sets(work, args.photos, args.camera_photos)
         for k, row in enumerate(table_rows):
             chunk = texts[k * (args.searches + 1 + args.queries):]
             values, missing, details = measure(row, sets, work, args.searches,
@@ -501,6 +504,7 @@ def build_table(args) -> dict:
         shutil.rmtree(work, ignore_errors=True)
     return {"rows": out_rows, "skipped": skipped,
             "settings": {"photos": args.photos, "camera_photos": args.camera_photos,
+                         "camera_12mp": camera,
                          "searches_after_first": args.searches, "queries": args.queries,
                          "cpu": f"{machine().get('cpu', '?')}, {os.cpu_count()} cores",
                          "load_average_end": round(os.getloadavg()[0], 2)}}
