@@ -34,6 +34,7 @@ from xmodal.paths import cache_dir, models_dir
 ENGINES = ("onnx", "torch")
 EXPORT_VERSION = "v1"
 EFFNET_EXPORT_VERSION = "v2"  # v2: the prehead output added
+MPNET_EXPORT_VERSION = "v2"  # v2: weights in an external data file
 EFFNET_OUTPUTS = ("pooled", "logits", "maps", "prehead")
 _SESSIONS: dict[str, object] = {}
 _LOCK = threading.Lock()
@@ -164,6 +165,7 @@ def _session(path: Path, export) -> object:
                 _SESSIONS[key] = load()
             except Exception:  # noqa: BLE001 - onnxruntime raises its own exception types
                 path.unlink(missing_ok=True)
+                path.with_name(f"{path.name}.data").unlink(missing_ok=True)
                 export(path)
                 try:
                     _SESSIONS[key] = load()
@@ -241,16 +243,22 @@ def minilm_model_path() -> Path:
 
 def export_minilm(path: Path) -> Path:
     """Export MiniLM: (input_ids, attention_mask, token_type_ids) -> (b, 384) unit vectors."""
-    return _export_sentence(path, load_minilm()[0].auto_model.eval(), token_types=True)
+    return export_sentence(path, load_minilm()[0].auto_model.eval(), token_types=True)
 
 
 def export_mpnet(path: Path) -> Path:
     """Export MPNet: (input_ids, attention_mask) -> (b, 768) unit vectors."""
-    return _export_sentence(path, load_mpnet()[0].auto_model.eval(), token_types=False)
+    for old in path.parent.glob("mpnet_base_v2_v1_*.onnx"):  # the export before v2: 435 MB
+        old.unlink(missing_ok=True)
+    return export_sentence(path, load_mpnet()[0].auto_model.eval(), token_types=False,
+                            external=True)
 
 
-def _export_sentence(path: Path, bert, token_types: bool) -> Path:
-    """A transformer with mean pooling over the attention mask and L2 normalisation."""
+def export_sentence(path: Path, bert, token_types: bool, external: bool = False) -> Path:
+    """A transformer with mean pooling over the attention mask and L2 normalisation. With
+    ``external``, the weights go to ``<path>.data`` beside the graph: ONNX Runtime maps that
+    file instead of parsing and copying the weights out of the graph (MPNet: a session in
+    0.26 s instead of 0.56-0.65 s, and about 200 MB less memory at its peak)."""
     import warnings
 
     import torch
@@ -279,6 +287,14 @@ def _export_sentence(path: Path, bert, token_types: bool) -> Path:
         torch.onnx.export(Sentence().eval(), args, str(tmp), input_names=names,
                           output_names=["embedding"], dynamic_axes=dims, opset_version=17,
                           dynamo=False)
+    if external:  # the data file is complete before the graph that names it appears
+        import onnx
+
+        graph = onnx.load(str(tmp))
+        tmp.unlink()
+        onnx.save_model(graph, str(tmp), save_as_external_data=True,
+                        all_tensors_to_one_file=True, location=f"{path.name}.data",
+                        size_threshold=1024)
     tmp.replace(path)
     return path
 
@@ -288,7 +304,8 @@ MPNET_MAX_TOKENS = 384
 
 def mpnet_model_path() -> Path:
     weights = mpnet_dir() / "model.safetensors"  # 420 MB: beside it, not in the feature cache
-    return models_dir() / "onnx" / f"mpnet_base_v2_{EXPORT_VERSION}_{_file_digest(weights)}.onnx"
+    name = f"mpnet_base_v2_{MPNET_EXPORT_VERSION}_{_file_digest(weights)}.onnx"
+    return models_dir() / "onnx" / name
 
 
 @functools.lru_cache(maxsize=4)
