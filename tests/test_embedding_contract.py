@@ -42,7 +42,7 @@ def tiny_openclip(tiny_clip):  # noqa: F811 - the fixture imported above
     return f"openclip:{config}:{checkpoint}"
 
 
-SPECS = ["dual", "efficientnet-minilm-zeroshot", "python:tests.fake_models:ColourModel",
+SPECS = ["dual", "fast", "efficientnet-minilm-zeroshot", "python:tests.fake_models:ColourModel",
          "saved_dual", "tiny_openclip"]
 
 

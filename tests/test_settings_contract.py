@@ -196,7 +196,7 @@ def test_hodosh_setting_contract(name, tmp_path):
 
 
 # -- the rest: random, the NN baseline, the dual encoder ------------------------------------------
-OTHERS = ["random", "hodosh-nn", "dual", "dual-qb", "efficientnet-minilm-zeroshot",
+OTHERS = ["random", "hodosh-nn", "dual", "fast", "dual-qb", "efficientnet-minilm-zeroshot",
           "tagger-lemmas"]
 
 
@@ -227,7 +227,7 @@ def test_nearest_neighbour_contract():
         np.testing.assert_allclose(score(k_img[pi], [caps[k] for k in pt]), s[pi][:, pt])
 
 
-@pytest.mark.parametrize("name", ["dual", "efficientnet-minilm-zeroshot"])
+@pytest.mark.parametrize("name", ["dual", "fast", "efficientnet-minilm-zeroshot"])
 def test_dual_setting_contract(name, tmp_path):
     from xmodal.factory import load_embedding_model
     from xmodal.models.dual import DualEncoder

@@ -74,6 +74,9 @@ class DualEncoder:
     bridge. ``image_backbone`` (``lite0``, ``lite1``, ``lite2``) and ``text_encoder`` (``minilm``,
     ``mpnet``) name the frozen encoders (:mod:`xmodal.features`).
 
+    ``image_int8`` runs the image tower in int8 when its calibration ships (accepted on dev:
+    :mod:`xmodal.features.int8`; ``XMODAL_INT8=0`` turns it off); training reads fp32 features.
+
     Hyperparameters (constructor) describe the heads and the bridge; ``fit`` lives in
     :func:`xmodal.models.dual_train.fit_dual` (it needs torch and the training data). Learned
     state: ``heads_`` (a :class:`~xmodal.models.dual_heads.DualHeads` or None for a bridge-only
@@ -90,6 +93,7 @@ class DualEncoder:
         image_input: str = "pooled",
         image_backbone: str = "lite0",
         text_encoder: str = "minilm",
+        image_int8: bool = False,
     ) -> None:
         from xmodal.features.image_encoder import get_backbone
         from xmodal.features.text_encoder import text_encoder_spec
@@ -106,6 +110,7 @@ class DualEncoder:
         self.image_input = image_input
         self.image_backbone = image_backbone
         self.text_encoder = text_encoder
+        self.image_int8 = image_int8
         self.heads_ = None
         self.class_text_: np.ndarray | None = None
         self.image_top_: dict[str, np.ndarray] | None = None  # a tuned head conv, if any
@@ -213,7 +218,8 @@ class DualEncoder:
         f = extract_image_features(images, maps=needs_maps, progress=progress, on_error=on_error,
                                    cache=cache, backbone=self.image_backbone,
                                    prehead=self.image_top_ is not None,
-                                   precision=image_precision(self.image_backbone))
+                                   precision=image_precision(self.image_backbone)
+                                   if self.image_int8 else "fp32")
         emb = self.embed_image_features(f.pooled, f.logits, f.maps, f.prehead)
         emb[~f.ok] = 0.0
         return emb
@@ -272,6 +278,7 @@ class DualEncoder:
             "image_input": self.image_input,
             "image_backbone": self.image_backbone,
             "text_encoder": self.text_encoder,
+            "image_int8": self.image_int8,
         }
 
     SAVE_TYPE = MODEL_TYPE

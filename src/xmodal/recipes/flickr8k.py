@@ -5,7 +5,8 @@ Hodosh systems (``hodosh-NAME``) pair a text kernel with an image kernel
 under ``$XMODAL_CACHE/hodosh/systems`` (keyed by its hyperparameters), so a second evaluation is
 fast. ``hodosh-nn`` is the paper's NN5 baseline (:class:`xmodal.models.nearest_neighbour.
 NearestNeighbour`). ``dual`` is the shipped dual encoder (``xmodal/assets/dual``) and
-``efficientnet-minilm-zeroshot`` its training-free bridge.
+``efficientnet-minilm-zeroshot`` its training-free bridge; ``fast`` the same recipe on
+EfficientNet-Lite0 + MiniLM (``xmodal/assets/fast``).
 """
 
 from __future__ import annotations
@@ -307,6 +308,19 @@ SETTINGS = [
             "(stage 2); variant, epochs and bridge weight selected on Flickr8K dev + CC dev "
             "(reports/dual_encoder.md, fourth and fifth rounds)",
             (), _dual_scorer, frozen(spec="dual")),
+    Setting("fast", "", "xmodal.models.dual:DualEncoder",
+            frozen(dim=256, hidden=512, dropout=0.4, bridge_weight=0.1, bridge_temperature=1.0,
+                   image_input="pooled+bridge", image_backbone="lite0", text_encoder="minilm",
+                   image_int8=True),
+            "EfficientNet-Lite0 pooled features + ImageNet-class bridge; MiniLM sentence "
+            "embeddings",
+            "the fast model (xmodal/assets/fast, `xmodal train dual --image-backbone lite0 "
+            "--text-encoder minilm`): the shipped recipe's stage 1 (three heads, Flickr8K + "
+            "Conceptual Captions 18k train, mirrored images, hard negatives; epochs and bridge "
+            "weight selected on Flickr8K dev + CC dev), no stage 2 (Lite2 only); its image "
+            "tower in int8 (stem and blocks 0-2 fp32; accepted on dev, benchmarks/results/"
+            "int8_fast.json)",
+            (), _dual_scorer, frozen(spec="fast")),
     Setting("dual-qb", "", "xmodal.models.querybank:QuerybankNorm",
             frozen(beta=QUERYBANK_BETA),
             "the default dual encoder's embeddings; a querybank of its training data (Flickr8K "
