@@ -48,7 +48,7 @@ LABELS = {"dual": "dual (shipped)",
           "efficientnet-minilm-zeroshot": "zero-shot bridge (`efficientnet-minilm-zeroshot`)"}
 
 
-def test_table(protocol: str, rows: dict) -> list[str]:
+def test_table(protocol: str, rows: dict) -> str:
     """One protocol's table: R@K (or S@K) and medR, or R-P and mAP@R on the crowd protocol."""
     crowd = protocol.endswith("crowd")
     keys = ("R@1", "R@5", "R@10", "R-P", "mAP@R") if crowd else ("R@1", "R@5", "R@10", "medR")
@@ -59,20 +59,19 @@ def test_table(protocol: str, rows: dict) -> list[str]:
     for model, dirs in rows.items():
         table.add(LABELS.get(model, model), {(d, k): dirs[d][k] for d in dirs for k in keys})
     note = "percentages" if crowd else "percentages; medR is a rank"
-    return [f"`{protocol}` ({note}):", "", *table.lines(), ""]
+    return f"`{protocol}` ({note}):\n\n{table.markdown()}\n"
 
 
-def ood_rows(queries: dict, r: dict) -> list[str]:
-    """One row per out-of-domain query: rank among the photos, rank with distractors."""
-    return [f"| {queries[k]} | {r['photos_only'][k]} | {r['with_flickr8k_test_distractors'][k]} |"
+def ood_table(spec: str, queries: dict, r: dict) -> str:
+    """One row per out-of-domain query (rank among the photos, rank with distractors), then
+    the top-1 counts."""
+    rows = [[queries[k], r["photos_only"][k], r["with_flickr8k_test_distractors"][k]]
             for k in queries]
-
-
-def _ood_table(spec: str, queries: dict, r: dict) -> list[str]:
-    return [f"Out-of-domain check, `{spec}`: rank of the right photo (1 = first)", "",
-            "| query | photos only (13) | + 1,000 Flickr8K test images |", "|---|---|---|",
-            *ood_rows(queries, r), f"| top-1 | {r['top1_photos_only']} | "
-            f"{r['top1_with_distractors']} (top-5: {r['top5_with_distractors']}) |", ""]
+    rows.append(["top-1", r["top1_photos_only"],
+                 f"{r['top1_with_distractors']} (top-5: {r['top5_with_distractors']})"])
+    return (f"Out-of-domain check, `{spec}`: rank of the right photo (1 = first)\n\n"
+            + markdown_table(["query", "photos only (13)", "+ 1,000 Flickr8K test images"], rows)
+            + "\n")
 
 
 def score_of(v: dict) -> float:
@@ -235,9 +234,6 @@ def _broader_order(v: dict) -> int:
 
 def list_tables(res: dict) -> dict[str, str]:
     """The tables with one row per line of a list in the results (a rerun may add rows)."""
-    def table(head, rows):
-        return "\n".join(markdown_table(head, rows))
-
     def epochs(e):
         return ", ".join(map(str, e)) if isinstance(e, list) else e
 
@@ -249,30 +245,29 @@ def list_tables(res: dict) -> dict[str, str]:
     fifth = [[("control: head conv frozen" if v["top_lr"] == 0 else "head conv tuned"),
               f"{v['top_lr']:g}", f"{v['flip_prob']:g}", f"{v['best_epoch']} ({v['epochs']})",
               f"{v['w']:g}", f"{v['fit_s']:.0f}", *_dev_cells(v)] for v in res["finetune"]]
+    fifth_head = ["run", "head conv lr", "mirrored", "best epoch (of)", "w", "fit (s)", *DEV_HEAD]
     qb = res["querybank"]
     return {
-        "variants": table(["variant", "w", "best epoch", "dev R@1", "test R@1"], [
+        "variants": markdown_table(["variant", "w", "best epoch", "dev R@1", "test R@1"], [
             [v["variant"], v["w"], v.get("best_epoch", "-"), _pair_of(v["dev"]),
              _pair_of(v["test"])] for v in res["variants"]]),
-        "ensembles": table(["variant", "w", "member best epochs", "fit (s)", "dev R@1", "mean",
-                            "averaged dev R@1", "averaged mean"], [
+        "ensembles": markdown_table(["variant", "w", "member best epochs", "fit (s)", "dev R@1",
+                                     "mean", "averaged dev R@1", "averaged mean"], [
             [v["variant"], v["w"], epochs(v["best_epochs"]), v["fit_s"], _pair_of(v["dev"]),
              f"{v['dev_mean_r1']:.2f}", *([_pair_of(v["dev_averaged"]),
                                            f"{v['dev_averaged_mean_r1']:.2f}"]
                                           if "dev_averaged" in v else ["-", "-"])]
             for v in res["ensembles"]]),
-        **{f"broader{n}": table(["variant", "CC", "best epoch", "w", "fit (s)", *DEV_HEAD], rows)
-           for n, rows in broader.items()},
-        "fifth": table(["run", "head conv lr", "mirrored", "best epoch (of)", "w", "fit (s)",
-                        *DEV_HEAD], fifth),
-        "fifth_with_start": table(["run", "head conv lr", "mirrored", "best epoch (of)", "w",
-                                   "fit (s)", *DEV_HEAD], [
+        **{f"broader{n}": markdown_table(["variant", "CC", "best epoch", "w", "fit (s)",
+                                          *DEV_HEAD], rows) for n, rows in broader.items()},
+        "fifth": markdown_table(fifth_head, fifth),
+        "fifth_with_start": markdown_table(fifth_head, [
             ["fourth round's model (the start)", "-", "0.5", "-", f"{start['w']:g}", "-",
              *_dev_cells(start)], *fifth]),
-        "querybank": table(["scores", *DEV_HEAD], [
+        "querybank": markdown_table(["scores", *DEV_HEAD], [
             ["plain cosines (the default model)" if v["beta"] is None else
              f"querybank, beta {v['beta']:g}", *_dev_cells(v)] for v in qb["lines"]]),
-        "querybank_alternatives": table(["scores", *DEV_HEAD],
+        "querybank_alternatives": markdown_table(["scores", *DEV_HEAD],
                                         [[v["bank"], *_dev_cells(v)] for v in qb["alternatives"]]),
     }
 
@@ -285,17 +280,11 @@ def _values(res: dict, extra: dict) -> dict:
 def markdown(res: dict) -> str:
     """``dual_encoder_tables.md``: every table of the results, in the order of the report."""
     ood = res.get("ood", {})
-    tables = [line for protocol, rows in res.get("test", {}).items()
-              for line in test_table(protocol, rows)]
-    tables += [line for spec, r in ood.get("results", {}).items()
-               for line in _ood_table(spec, ood["queries"], r)]
+    tables = [test_table(protocol, rows) for protocol, rows in res.get("test", {}).items()]
+    tables += [ood_table(spec, ood["queries"], r) for spec, r in ood.get("results", {}).items()]
     values = {**_values(res, {}), "test_and_ood_tables": "\n".join(tables)}
     check_claims("dual_encoder_tables", _sixth_claims(res, values))
     return fill(template_text("dual_encoder_tables"), values, "dual_encoder_tables.md")
-
-
-def _pair(dev: dict) -> str:
-    return f"{dev['i2t_R@1']:.1f} / {dev['t2i_R@1']:.1f}"
 
 
 def _same_as_history(res: dict, history: dict) -> dict[str, bool]:
@@ -305,24 +294,24 @@ def _same_as_history(res: dict, history: dict) -> dict[str, bool]:
     old = history["first_round"]
     rounds = {
         n: first[n, 0.0]["best_epoch"] == old[k]["best_epoch"]
-        and _pair(first[n, 0.0]["dev"]) == "{:.1f} / {:.1f}".format(*old[k]["dev_w0"])
-        and _pair(first[n, 0.1]["dev"]) == "{:.1f} / {:.1f}".format(*old[k]["dev_w01"])
-        and _pair(first[n, FIRST_TEST_W.get(n, 0.1)]["test"])
+        and _pair_of(first[n, 0.0]["dev"]) == "{:.1f} / {:.1f}".format(*old[k]["dev_w0"])
+        and _pair_of(first[n, 0.1]["dev"]) == "{:.1f} / {:.1f}".format(*old[k]["dev_w01"])
+        and _pair_of(first[n, FIRST_TEST_W.get(n, 0.1)]["test"])
         == "{:.1f} / {:.1f}".format(*old[k]["test_w01"]) for n, k in FIRST_ROUND.items()}
-    sweep = all(_pair(first["drop4ep60", float(w)]["dev"]) == "{:.1f} / {:.1f}".format(*p)
+    sweep = all(_pair_of(first["drop4ep60", float(w)]["dev"]) == "{:.1f} / {:.1f}".format(*p)
                 for w, p in history["bridge_weight"].items())
     ens = {(v["variant"], v["w"]): v for v in res["ensembles"]}
     second = {n: ", ".join(map(str, ens[n, 0.0]["best_epochs"])) == ", ".join(
                   map(str, h["best_epochs"]))
-              and _pair(ens[n, 0.0]["dev"]) == "{:.1f} / {:.1f}".format(*h["dev_w0"])
-              and _pair(ens[n, 0.1]["dev"]) == "{:.1f} / {:.1f}".format(*h["dev_w01"])
+              and _pair_of(ens[n, 0.0]["dev"]) == "{:.1f} / {:.1f}".format(*h["dev_w0"])
+              and _pair_of(ens[n, 0.1]["dev"]) == "{:.1f} / {:.1f}".format(*h["dev_w01"])
               and f"{max(v['dev_mean_r1'] for (m, _), v in ens.items() if m == n):.2f}"
               == f"{h['best_mean']:.2f}" for n, h in history["second_round"].items()}
     return {"first": all(rounds.values()) and sweep, "second": all(second.values()),
-            "f8k": _pair(next(v for v in res["broader"] if v["variant"] == "f8k")["dev"]["dev"])
+            "f8k": _pair_of(next(v for v in res["broader"] if v["variant"] == "f8k")["dev"]["dev"])
             == "{:.1f} / {:.1f}".format(*old["shipped"]["dev_w01"]),
-            "ensembles_shipped": [_pair(ens["shipped", w]["dev"]) for w in (0.0, 0.1)]
-            == [_pair(first["drop4ep60", w]["dev"]) for w in (0.0, 0.1)]}
+            "ensembles_shipped": [_pair_of(ens["shipped", w]["dev"]) for w in (0.0, 0.1)]
+            == [_pair_of(first["drop4ep60", w]["dev"]) for w in (0.0, 0.1)]}
 
 
 def claims(res: dict, extra: dict, values: dict) -> dict[str, bool]:

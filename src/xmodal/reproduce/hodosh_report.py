@@ -26,10 +26,6 @@ PAPER = {k: v for _, v, k in PAPER_CLAIMS} | {("expert", "i2t", "bow5", ">=4.0")
 METRICS = {HODOSH: ("R@1", "R@5", "R@10", "medR"), CROWD: ("R@1", "R@5", "R@10", "R-P", "mAP@R")}
 
 
-def lines(header, rows) -> str:
-    return "\n".join(markdown_table(header, rows))
-
-
 def num(key: str, v: float) -> str:
     """A metric as the tables print it: median rank whole, the others in % with one decimal."""
     return f"{v:.0f}" if key == "medR" else pct(v)
@@ -50,7 +46,7 @@ def marked(text: str, p: float | None, paper_key=None) -> str:
 
 def metric_table(res: dict, protocol: str, systems, header) -> str:
     m, sig = res["metrics"][protocol], res["significance"].get(protocol, {})
-    return lines(header, [[label(s)] + [
+    return markdown_table(header, [[label(s)] + [
         marked(num(k, m[d][s][k]), p_of(sig, d, s, k), (protocol, d, s, k))
         for d in TASKS for k in METRICS[protocol]] for s in systems])
 
@@ -75,13 +71,13 @@ def main_tables(res: dict) -> dict:
         "table_crowd": metric_table(res, CROWD, systems, [
             "System", "Ann. S@1", "S@5", "S@10", "R-P", "mAP@R", "Search S@1", "S@5", "S@10",
             "R-P", "mAP@R"]),
-        "table_expert": lines(["System", *(f">= {t[2:]}" for t in thresholds), "judged",
-                               "mean (judged)", ">= 4.0 (judged)", ">= 2.66 (judged)",
-                               "top = gold"], expert),
+        "table_expert": markdown_table(
+            ["System", *(f">= {t[2:]}" for t in thresholds), "judged", "mean (judged)",
+             ">= 4.0 (judged)", ">= 2.66 (judged)", "top = gold"], expert),
         "table_paper": paper_table(res),
-        "table_singles": lines(["System", "Ann. R@1", "R@5", "R@10", "medR", "R-P", "Search R@1",
-                                "R@5", "R@10", "medR", "R-P"], singles),
-        "table_correlations": lines(
+        "table_singles": markdown_table(["System", "Ann. R@1", "R@5", "R@10", "medR", "R-P",
+                                         "Search R@1", "R@5", "R@10", "medR", "R-P"], singles),
+        "table_correlations": markdown_table(
             ["Metric pair", "Annotation rho", "tau", "Search rho", "tau"],
             [[k, *(f"{x:.2f}" for d in TASKS for x in corr[d][k])] for k in corr["i2t"]]),
     }
@@ -102,8 +98,8 @@ def paper_table(res: dict) -> str:
         rows.append([text, paper, f"{ours:.1f}", f"{ours - paper:+.1f}",
                      *("" if v is None else f"{v:.1f} ({v - paper:+.1f})" for v in variants),
                      "" if eff is None else f"{eff:.1f}"])
-    return lines(["Claim", "Paper", "Ours", "Gap", "exact kernels (gap)", "448 px, exact (gap)",
-                  "with EfficientNet"], rows)
+    return markdown_table(["Claim", "Paper", "Ours", "Gap", "exact kernels (gap)",
+                           "448 px, exact (gap)", "with EfficientNet"], rows)
 
 
 def ratio(e: dict) -> str:
@@ -120,13 +116,13 @@ def originals_tables(res: dict) -> dict:
                                  ("crowd", ("R@1", "R@5", "R@10", "R-P"),
                                   ("S@1", "S@5", "S@10", "R-P"))):
             m, sig = res["metrics"][protocol][rel], res["significance"][protocol][rel]
-            out[f"table_{protocol}_{rel}"] = lines(
+            out[f"table_{protocol}_{rel}"] = markdown_table(
                 ["System", "Copy", *(f"{t} {n}" for t in ("Ann.", "Search") for n in names)],
                 [[label(s), c, *(marked(num(k, m[d][s][c][k]), p_of(sig, d, s, c, k))
                                  for d in TASKS for k in keys)]
                  for s in res["systems"] for c in copies])
     eff = res["effects"]["cv"]
-    out["table_effects"] = lines(
+    out["table_effects"] = markdown_table(
         ["System", "Copy", "Task", "R@1", "R@1 ratio", "R@10", "R@10 ratio", "R-P ratio", "medR"],
         [[label(s), c, task, f"{100 * g['R@1']['diff']:+.1f}", ratio(g["R@1"]),
           f"{100 * g['R@10']['diff']:+.1f}", ratio(g["R@10"]), ratio(eff["crowd"][d][s][c]["R-P"]),
@@ -141,7 +137,7 @@ def originals_tables(res: dict) -> dict:
         return [f"{e[0]:.1f} [{e[1]:.1f}, {e[2]:.1f}]",
                 f"{100 * sh[0]:.0f}% [{100 * sh[1]:.0f}, {100 * sh[2]:.0f}]"]
 
-    out["table_gap"] = lines(
+    out["table_gap"] = markdown_table(
         ["Claim", "Paper", "Ours", "(a) 224 exact x ratio", "share (a)", "calibration: 224 exact "
          "x 448/224 vs measured 448 exact", "(b) 448 exact x ratio", "share (b)"],
         [[r["claim"], r["paper"], f"{r['ours']:.1f}", *est(r, "a"),
@@ -151,27 +147,27 @@ def originals_tables(res: dict) -> dict:
     sel = res["selection"]["cv"]
     kappas = sorted({k for s in sel.values() for c in s.values() for t in c.values()
                      for k in t["kappa_share"]}, key=float)
-    out["table_selection"] = lines(
+    out["table_selection"] = markdown_table(
         ["System", "Copy", *(f"Ann. kappa {k}" for k in kappas), "Ann. n",
          *(f"Search kappa {k}" for k in kappas), "Search n"],
         [[label(s), c, *(x for d in TASKS for x in (
             *(f"{100 * t[d]['kappa_share'].get(k, 0):.0f}%" for k in kappas),
             f"{t[d]['median_n']:.0f}"))] for s, per in sel.items() for c, t in per.items()])
     feat = res["features"]
-    out["table_kernel_stats"] = lines(
+    out["table_kernel_stats"] = markdown_table(
         ["Copy", "Feature", "mean", "sd", "eff. dim"],
         [[c, f, f"{st['mean_offdiag']:.3f}", f"{st['sd_offdiag']:.3f}",
           f"{st['effective_dim']:.1f}"]
          for c, per in feat["kernel_stats"].items() for f, st in per.items()])
     seen = set()
-    out["table_agreement"] = lines(
+    out["table_agreement"] = markdown_table(
         ["Copies", "Feature", "Pearson", "Spearman", "row Spearman", "top-10 overlap"],
         [[f"{c} vs {ref}", f, *(f"{a[k]:.3f}" for k in ("pearson", "spearman", "row_spearman",
                                                          "top10_overlap"))]
          for ref, per in feat["agreement"].items() for c, fs in per.items()
          if not (frozenset((c, ref)) in seen or seen.add(frozenset((c, ref))))
          for f, a in fs.items()])
-    out["table_shared_codebook"] = lines(
+    out["table_shared_codebook"] = markdown_table(
         ["Feature", "same photo (sd)", "other photos, copies", "other photos, original vs copy",
          "own copy ranked 1st", "median rank of own copy"],
         [[f, f"{h['same_image']:.3f} ({h['same_image_sd']:.3f})",

@@ -63,13 +63,13 @@ def mean4(row: dict) -> float:
 
 
 def table(rows) -> str:
-    return "\n".join(markdown_table(
+    return markdown_table(
         ["Setting", "kappa (ann. / search)", "Ann. R@5", "Ann. R@10", "Search R@5", "Search R@10",
          "Ann. / search R@1", "pivots (image / text)"],
         [[label, " / ".join(f"{r[t]['kappa']:g}" for t in TASKS),
           *(f"{100 * r[t][k]:.1f}" for t in TASKS for k in ("R@5", "R@10")),
           " / ".join(f"{100 * r[t]['R@1']:.1f}" for t in TASKS), pivots or "as registered"]
-         for label, r, pivots in rows]))
+         for label, r, pivots in rows])
 
 
 def tried_values(exploration: dict, selection: dict) -> tuple[dict, dict[str, bool]]:

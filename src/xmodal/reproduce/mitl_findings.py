@@ -9,27 +9,23 @@ sentences make; :func:`write_report` reads them from a results folder.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 from xmodal.errors import XmodalError
 from xmodal.mitl.study import METRICS
 from xmodal.reproduce.output import read_json
-from xmodal.reproduce.render import markdown_table, render_template, span
+from xmodal.reproduce.render import markdown_table, pct, render_template, span
 
 SOURCES = ("crowd", "expert")
 ROUNDS = {"first": "round 1", "targeted": "round 2 targeted", "deeper": "round 2 deeper"}
 
 
+_pct = partial(pct, missing="-")
+
+
 def _span(values, fmt: str = "{:.0f}") -> str:
     return span(values, fmt, sep="–")
-
-
-def _pct(x) -> str:
-    return "-" if x is None else f"{100 * x:.1f}"
-
-
-def _table(header, rows) -> str:
-    return "\n".join(markdown_table(header, rows))
 
 
 def _kendall_pairs(r: dict):
@@ -58,44 +54,44 @@ def section(r: dict, source: str) -> str:
     def kendall(d: str) -> str:
         tau = t5["kendall"][d]
         short = {c: c.replace("original ", "o.").replace("extended ", "e.") for c in tau}
-        return _table(["", *short.values()],
-                      [[short[a], *("-" if tau[a][b] is None else f"{tau[a][b]:.2f}"
-                                    for b in tau)] for a in tau])
+        return markdown_table(["", *short.values()],
+                              [[short[a], *("-" if tau[a][b] is None else f"{tau[a][b]:.2f}"
+                                            for b in tau)] for a in tau])
 
     b = r["bias"]
     values = {
         "source": source, "r": r, "p": p, "n_queries": sum(p["queries"].values()),
         "v": r["aggregate"]["verdicts"], "ag": r["aggregate"]["agreement"],
         "n_models": len(r["models"]),
-        "coverage": _table(
+        "coverage": markdown_table(
             ["annotator", "already positive (dropped)", "candidates", "unique",
              "with a recorded judgment", "coverage", "verified positive", "precision of judged"],
             [[n, a["already_positive"], a["candidates"], a["unique"], r["coverage"][n]["judged"],
               _pct(r["coverage"][n]["coverage"]) + "%", r["coverage"][n]["positive"],
               _pct(r["coverage"][n]["precision"])] for n, a in p["annotators"].items()]),
-        "overlap": _table(["", *names], [[a, *(jaccard(a, b) for b in names)] for a in names]),
-        "table2": _table(["direction", "precision", "recall", "queries (precision / recall)"],
-                         [[d, _pct(x["precision"]), _pct(x["recall"]),
-                           f"{x['queries_with_judged_original']} / "
-                           f"{x['queries_with_verified_positive']}"]
-                          for d, x in r["table2"].items()]),
-        "table5": {d: _table(["model", *METRICS],
-                             [[m, *(f"{_pct(t5['original'][m][d][k])} → "
-                                    f"{_pct(t5['extended'][m][d][k])}" for k in METRICS)]
-                              for m in r["models"]]) for d in ("i2t", "t2i")},
+        "overlap": markdown_table(["", *names],
+                                  [[a, *(jaccard(a, b) for b in names)] for a in names]),
+        "table2": markdown_table(
+            ["direction", "precision", "recall", "queries (precision / recall)"],
+            [[d, _pct(x["precision"]), _pct(x["recall"]), f"{x['queries_with_judged_original']} / "
+              f"{x['queries_with_verified_positive']}"] for d, x in r["table2"].items()]),
+        "table5": {d: markdown_table(["model", *METRICS], [
+            [m, *(f"{_pct(t5['original'][m][d][k])} → {_pct(t5['extended'][m][d][k])}"
+                  for k in METRICS)] for m in r["models"]]) for d in ("i2t", "t2i")},
         "kendall": {d: kendall(d) for d in ("i2t", "t2i")},
-        "bias": _table(["candidates from", "verified positives", "i2t τ vs all",
-                        "i2t max rank shift", "t2i τ vs all", "t2i max rank shift"],
-                       [[n, found, *(cell for d in ("i2t", "t2i") for cell in (
-                           f"{b['directions'][d][n]['tau_vs_all']:.2f}",
-                           b["directions"][d][n]["max_rank_shift"]))]
-                        for n, found in b["verified_positives"].items()]),
-        "yield_table": _table(["round", "judgments spent", "answered from records",
-                               "new positives", "per 100 spent", "per 100 answered"],
-                              [[n, f"{c['judgments_shown'][-1]:,}",
-                                f"{c['judgments_answered'][-1]:,}", c["positives"][-1],
-                                f"{c['positives_per_100_judgments']:.2f}",
-                                f"{_per_answered(c):.1f}"] for n, c in r["yield"].items()]),
+        "bias": markdown_table(
+            ["candidates from", "verified positives", "i2t τ vs all", "i2t max rank shift",
+             "t2i τ vs all", "t2i max rank shift"],
+            [[n, found, *(cell for d in ("i2t", "t2i") for cell in (
+                f"{b['directions'][d][n]['tau_vs_all']:.2f}",
+                b["directions"][d][n]["max_rank_shift"]))]
+             for n, found in b["verified_positives"].items()]),
+        "yield_table": markdown_table(
+            ["round", "judgments spent", "answered from records", "new positives",
+             "per 100 spent", "per 100 answered"],
+            [[n, f"{c['judgments_shown'][-1]:,}", f"{c['judgments_answered'][-1]:,}",
+              c["positives"][-1], f"{c['positives_per_100_judgments']:.2f}",
+              f"{_per_answered(c):.1f}"] for n, c in r["yield"].items()]),
     }
     return render_template("mitl_flickr8k_section", values)
 

@@ -43,7 +43,7 @@ def _reaches(a: dict, row: dict) -> bool:
 
 
 def _table(header: str, rows) -> str:
-    return "\n".join(markdown_table(header.split(" | "), rows))
+    return markdown_table(header.split(" | "), rows)
 
 
 def _rows(rows) -> str:

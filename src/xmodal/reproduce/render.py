@@ -19,7 +19,6 @@ from collections.abc import Collection, Mapping, Sequence
 from importlib.resources import files
 
 from xmodal.errors import XmodalError
-from xmodal.eval import significance_render
 from xmodal.eval.compare import stars
 
 DAGGER = "†"
@@ -143,9 +142,9 @@ def md_row(cells: Sequence[object]) -> str:
     return "| " + " | ".join(str(c) for c in cells) + " |"
 
 
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> list[str]:
-    """The lines of a Markdown table: header, ``|---|`` rule, one line per row."""
-    return [md_row(header), "|" + "---|" * len(header), *(md_row(r) for r in rows)]
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table: header, ``|---|`` rule, one line per row."""
+    return "\n".join([md_row(header), "|" + "---|" * len(header), *(md_row(r) for r in rows)])
 
 
 class Table:
@@ -186,22 +185,8 @@ class Table:
                                     for m in self.metrics])
         return self
 
-    def lines(self) -> list[str]:
-        return markdown_table([self.label, *self.names], self.rows)
-
     def markdown(self) -> str:
-        return "\n".join(self.lines())
-
-    @classmethod
-    def from_significance(cls, result: dict, digits: int = 1) -> Table:
-        """The table of :func:`xmodal.eval.significance.compare_runs`'s JSON: runs x (direction,
-        metric), marked ``*`` / ``†`` where significantly better / worse than the baseline."""
-        t = significance_render.table(result, digits)
-        out = cls(t["columns"], [f"{d} {m}" for d, m in t["columns"]], label="Run")
-        for r in t["rows"]:
-            name = f"{r['run']} (baseline)" if r["baseline"] else r["run"]
-            out.rows.append([name] + [v + m for v, m in r["cells"]])
-        return out
+        return markdown_table([self.label, *self.names], self.rows)
 
 
 def rewrap(text: str) -> str:

@@ -183,7 +183,7 @@ def _table3_rows(res: dict) -> dict[tuple[str, str], tuple[float, float]]:
     return {(r["model"], r["distance"]): (r["i2t"], r["t2i"]) for r in res["table3_rows"]}
 
 
-def _per_category(res: dict) -> list[str]:
+def _per_category(res: dict) -> str:
     pc = res["per_category"]
     return markdown_table(["Category", *(LABEL[n] for n in OURS_AND_PAPER)],
                           [[cat, *(f"{pc[n]['i2t'][c]:.3f} / {pc[n]['t2i'][c]:.3f}"
@@ -191,7 +191,7 @@ def _per_category(res: dict) -> list[str]:
                            for c, cat in enumerate(res["categories"])])
 
 
-def _sm_sweep(res: dict) -> list[str]:
+def _sm_sweep(res: dict) -> str:
     return markdown_table(["C", "NC", "L1", "KL"],
                           [[C, *(_pair(v[m]) for m in ("nc", "l1", "kl"))]
                            for C, v in res["sm_C_sweep"].items()])
@@ -201,34 +201,41 @@ def _paper_t4(p) -> str:
     return f"{_pair(p)} / {_avg(p):.3f}" if p else "-"
 
 
+def _table3(res: dict, distance=lambda d: d) -> str:
+    """Table 3 with the distances named by ``distance``."""
+    return markdown_table(
+        ["Model", "Distance", "Image query", "Text query", "Paper (image / text)"],
+        [[LABEL[model], distance(metric), f"{v[0]:.3f}", f"{v[1]:.3f}",
+          _pair(PAPER["table3"][(model, metric)]) if (model, metric) in PAPER["table3"] else "-"]
+         for (model, metric), v in _table3_rows(res).items()])
+
+
+def _table5(res: dict) -> str:
+    return markdown_table(["Experiment", "MAP", "Paper"],
+                          [[name, f"{v:.3f}", paper] for name, v, paper in res["table5"]])
+
+
 def tables(res: dict) -> str:
     """``wikipedia_tables.md``: Tables 3-5, per-category MAP and the SM C sweep."""
     t4, sig = res["table4"], res["significance_vs_scm"]
-    t3 = [[LABEL[r["model"]], r["distance"], f"{r['i2t']:.3f}", f"{r['t2i']:.3f}",
-           _pair(PAPER["table3"][(r["model"], r["distance"])])
-           if (r["model"], r["distance"]) in PAPER["table3"] else "-"] for r in res["table3_rows"]]
     t4_rows = [[LABEL[n], f"{t4[n]['i2t']:.3f}", f"{t4[n]['t2i']:.3f}", f"{t4[n]['avg']:.3f}",
                 _paper_t4(PAPER["table4"].get(n)),
                 _slash((sig[n][k] for k in ("i2t", "t2i", "both")), "{:.4f}") if n in sig else "-"]
                for n in MODELS]
-    lines = ["### Table 3: MAP per distance (test set)", "",
-             *markdown_table(["Model", "Distance", "Image query", "Text query",
-                              "Paper (image / text)"], t3),
-             "", "### Table 4: MAP with NC (KSM, KSM-QE: their own score, `dot`)", "",
-             *markdown_table(["Model", "Image query", "Text query", "Average",
-                              "Paper (image / text / avg)", "p vs SCM (image / text / both)"],
-                             t4_rows),
-             "", "### Table 5: image-to-image retrieval (query left out of the "
-             f"{PAPER['test_docs']} test images)", "",
-             *markdown_table(["Experiment", "MAP", "Paper"],
-                             [[name, f"{v:.3f}", paper] for name, v, paper in res["table5"]]),
-             "", "### Per-category MAP (image query / text query)", "", *_per_category(res), "",
+    parts = ["### Table 3: MAP per distance (test set)", _table3(res),
+             "### Table 4: MAP with NC (KSM, KSM-QE: their own score, `dot`)",
+             markdown_table(["Model", "Image query", "Text query", "Average",
+                             "Paper (image / text / avg)", "p vs SCM (image / text / both)"],
+                            t4_rows),
+             "### Table 5: image-to-image retrieval (query left out of the "
+             f"{PAPER['test_docs']} test images)", _table5(res),
+             "### Per-category MAP (image query / text query)", _per_category(res),
              "### SM: logistic-regression C against the paper (diagnostic, test set; both "
-             "modalities share C)", "", *_sm_sweep(res)]
-    return "\n".join(lines) + "\n"
+             "modalities share C)", _sm_sweep(res)]
+    return "\n\n".join(parts) + "\n"
 
 
-def _table4(res: dict) -> list[str]:
+def _table4(res: dict) -> str:
     """Table 4 of the report, KSM-QE in bold, and the paper-setting rows (bold: matched)."""
     t4, sig, ps = res["table4"], res["significance_vs_scm"], res["paper_setting"]
     label = {**LABEL, "ksm-qe": "**KSM-QE (ours, pre-registered; see its section)**"}
@@ -263,7 +270,7 @@ def markdown(res: dict, eval_res: dict) -> str:
         raise XmodalError("this wikipedia_reproduction.json predates KSM's exploration entry: "
                           "rerun `xmodal reproduce wikipedia` (about 4 minutes)")
     values, claims = _setup(res, eval_res)
-    for part in (_status, _details, _table3, _figures, _ksm, _exploration, _ksmqe):
+    for part in (_status, _details, _table3_part, _figures, _ksm, _exploration, _ksmqe):
         v, c = part(res)
         values.update(v)
         claims.update(c)
@@ -302,10 +309,10 @@ def _setup(res: dict, eval_res: dict) -> tuple[dict, dict]:
         "speed": r, "steps": steps, "eval_machine": machine_text(em),
         "eval_load": em["load_avg_1min"],
         "eval_date": dt.datetime.fromisoformat(eval_res["date"]).strftime("%Y-%m-%d %H:%M UTC"),
-        "speed_table": "\n".join(markdown_table(
+        "speed_table": markdown_table(
             ["Model", "MAP image / text (avg)", "wall s", "CPU s"],
             [[k, f"{v['MAP_i2t']:.4f} / {v['MAP_t2i']:.4f} ({v['MAP_avg']:.4f})",
-              f"{v['wall_s']:.1f}", f"{v['cpu_s']:.1f}"] for k, v in r.items()])),
+              f"{v['wall_s']:.1f}", f"{v['cpu_s']:.1f}"] for k, v in r.items()]),
     }, {
         "`xmodal eval` printed the numbers of Table 4 when last timed (Setup)":
             all(math.isclose(v["MAP_i2t"], res["table4"][n]["i2t"])
@@ -332,7 +339,7 @@ def _status(res: dict) -> tuple[dict, dict]:
     beyond = res["cca_reg_cv_beyond_grid"]
     cost = ps["scm"]["nc"][0] - t4["scm"]["i2t"]
     values = {
-        "table4": "\n".join(_table4(res)), "t4": t4, "ps": ps, "paper_ridge": _num(ps["cca_reg"]),
+        "table4": _table4(res), "t4": t4, "ps": ps, "paper_ridge": _num(ps["cca_reg"]),
         "sm_miss": t4["sm"]["i2t"] - PAPER["table4"]["sm"][0],
         "closest": closest, "closest_within": _within(gaps[closest]), "at": sweep[closest],
         "sm_cv_peak": peak, "sm_cv_list": ", ".join(f"{v:.4f} at {C:g}" for C, v in sm_cv.items()),
@@ -381,8 +388,7 @@ def _details(res: dict) -> tuple[dict, dict]:
     with_self, t4 = res["table5_proxy_with_self"], res["table4"]
     sk, ps = res["cm_sklearn_cca_nc"], res["paper_setting"]
     values = {
-        "sklearn_cm": sk, "table5": "\n".join(markdown_table(
-            ["Experiment", "MAP", "Paper"], [[n, f"{v:.3f}", p] for n, v, p in res["table5"]])),
+        "sklearn_cm": sk, "table5": _table5(res),
         "t5": {"random": rand[0], "sift_l1": l1[0], "ranking": row("SCM, proxy text ranking")[0],
                "query": row("SCM, proxy text query")[0], "smn": smn, "sift": sift,
                "proxy_span": span(proxy, "{:.2f}"), "unimodal_max": max(unimodal)},
@@ -402,7 +408,8 @@ def _details(res: dict) -> tuple[dict, dict]:
     return values, claims
 
 
-def _table3(res: dict) -> tuple[dict, dict]:
+def _table3_part(res: dict) -> tuple[dict, dict]:
+    """Table 3 with its conclusions, the SM C sweep and the per-category MAP."""
     rows = _table3_rows(res)
     ps = res["paper_setting"]
     beaten = {(n, k, m) for n in ("cm", "sm", "scm") for k in range(2)
@@ -410,15 +417,11 @@ def _table3(res: dict) -> tuple[dict, dict]:
               if (n, m) in rows and rows[(n, m)][k] > rows[(n, "nc")][k]}
     others = [(ps["scm"][m], PAPER["table3"][("scm", m)]) for m in ("kl", "l1")]
     centered = {n for n in ("cm", "sm", "scm") if rows[(n, "centered_nc")][0] > rows[(n, "nc")][0]}
-    table = [[LABEL[model], DISTANCE[metric], f"{v[0]:.3f}", f"{v[1]:.3f}",
-              _pair(PAPER["table3"][(model, metric)]) if (model, metric) in PAPER["table3"]
-              else "-"] for (model, metric), v in rows.items()]
     values = {
         "t3": {f"{n}/{m}": list(v) for (n, m), v in rows.items()},
-        "table3": "\n".join(markdown_table(["Model", "Distance", "Image query", "Text query",
-                                            "Paper (image / text)"], table)),
+        "table3": _table3(res, DISTANCE.get),
         "paper_scm_within": _within((a, b) for o, p in others for a, b in zip(o, p)),
-        "sm_sweep": "\n".join(_sm_sweep(res)), "per_category": "\n".join(_per_category(res)),
+        "sm_sweep": _sm_sweep(res), "per_category": _per_category(res),
     }
     claims = {
         "NC is the best distance except on SCM's text queries (L1 and KL above it)":
