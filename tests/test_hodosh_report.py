@@ -9,8 +9,7 @@ import pytest
 from stored_results import stored
 
 from xmodal.reproduce.hodosh_report import report_text
-from xmodal.reproduce.hodosh_summary import (full_scale_reference, originals_values,
-                                             with_full_scale)
+from xmodal.reproduce.hodosh_summary import full_scale_reference, originals, with_full_scale
 from xmodal.reproduce.render import ClaimFailed
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,8 +83,8 @@ def test_originals_section_is_compared_with_the_reports_own_8k_numbers():
     row = next(c for c in claims if c["claim"] == "Annotation R@1, Tri5Sem")
     assert row["ours"] == pytest.approx(7.7)
     assert full_scale_reference(moved)["claims"] == claims
-    before = originals_values(with_full_scale(payload, main)["results"])["close"]
-    after = originals_values(with_full_scale(payload, moved)["results"])["close"]
+    before = originals(with_full_scale(payload, main)["results"])[0]["close"]
+    after = originals(with_full_scale(payload, moved)["results"])[0]["close"]
     assert before["R@1"] == "-1 to 11" and after["R@1"] != before["R@1"]
     assert after["R@10"] == before["R@10"]
 

@@ -180,11 +180,12 @@ def originals_tables(res: dict) -> dict:
 def originals_section(payload: dict) -> str:
     """The report's section on issue 18, from ``hodosh_originals.json``."""
     res = payload["results"]
-    values = {**S.originals_values(res), **originals_tables(res), "command": payload["command"],
+    values, claims = S.originals(res)
+    values = {**values, **originals_tables(res), "command": payload["command"],
               "commit": payload["commit"], "date": payload["date"][:10],
               "minutes": minutes(res["timings"]["total_s"]),
               "conditions": "\n".join(f"* `{c}`: {d}" for c, d in res["conditions"].items())}
-    return render_template("hodosh_originals", values, S.originals_claims(res)) + "\n"
+    return render_template("hodosh_originals", values, claims) + "\n"
 
 
 def with_originals_section(text: str, section: str) -> str:
@@ -232,13 +233,14 @@ def report_text(results_dir=None, extra: str = "") -> str:
                           "reproduce hodosh without --systems to render it")
     originals = S.with_full_scale(stored("hodosh_originals"), main)
     tried, tried_claims = tried_values(explored, res["selection"])
-    values = {**S.summary_values(res), **S.kcca_values(costs), **main_tables(res), **tried,
+    summary, summary_claims = S.summary(res, costs)
+    values = {**summary, **S.kcca_values(costs), **main_tables(res), **tried,
               **cost_values(explored, stored("text_kernels"), stored("visual_words_determinism")),
-              **S.originals_values(originals["results"]), "res": res, "extra": extra,
+              **S.originals(originals["results"])[0], "res": res, "extra": extra,
               "command": main["command"], "n_systems": len(res["systems"]),
               "hist": stored("hodosh_historical")["results"],
               "originals_section": originals_section(originals).rstrip("\n")}
-    return render_template("hodosh", values, {**S.summary_claims(res, costs), **tried_claims})
+    return render_template("hodosh", values, {**summary_claims, **tried_claims})
 
 
 def plot_recall_curves(res: dict, path: Path) -> None:

@@ -2,9 +2,9 @@
 originals' conclusion), computed from the results, and the report's names of systems and of the
 paper's claims.
 
-The words are in ``templates/hodosh*.md``; :func:`summary_claims` and :func:`originals_claims`
-are the conclusions those words state. Orderings are decided on the numbers as the tables print
-them (one decimal, median rank whole).
+The words are in ``templates/hodosh*.md``; :func:`summary` and :func:`originals` return the
+named values and the conclusions those words state. Orderings are decided on the numbers as the
+tables print them (one decimal, median rank whole).
 """
 
 from __future__ import annotations
@@ -78,42 +78,41 @@ def dash(v: list[float]) -> str:
 
 
 # ------------------------------------------------------------------------------ the Summary
-def leaders(m: dict, d: str, key: str, systems) -> list[str]:
-    """The systems with the best printed ``key`` (``m``: :func:`percent` of one protocol)."""
-    vals = {s: shown(key, m[d][s][key]) for s in systems}
-    best = (min if key == "medR" else max)(vals.values())
-    return [s for s, v in vals.items() if v == best]
-
-
-def weak(sig: dict, d: str, key: str, systems) -> list[str]:
-    """The systems that Tri5Sem's lead on ``key`` is not significant against (p > 0.05)."""
-    test = "rank" if key == "medR" else key
-    return [s for s in systems if s != "tri5sem"
-            and sig[d].get(s, {}).get(test, 1.0) > 0.05]
-
-
-def summary_values(res: dict) -> dict:
-    """Every number of the Summary's paper, approximation, ablation and EfficientNet bullets."""
+def summary(res: dict, costs: dict) -> tuple[dict, dict[str, bool]]:
+    """Every number of the Summary's paper, approximation, ablation and EfficientNet bullets,
+    and the conclusions the Summary states (each true of ``res`` and the cost benchmarks)."""
     h, c = percent(res["metrics"][HODOSH]), percent(res["metrics"][CROWD])
+    pm, sig = {HODOSH: h, CROWD: c}, res["significance"]
     both = [(d, k) for d in TASKS for k in ("R@1", "R@5", "R@10", "medR")]
     rows = [(HODOSH, d, k) for d in TASKS for k in ("R@1", "R@5", "R@10")] + [
         (CROWD, d, k) for d in TASKS for k in ("R@1", "R@5", "R@10", "R-P", "mAP@R")]
-    pm = {HODOSH: h, CROWD: c}
     pairs = [(s, f"{s}-full") for s in MAIN[1:] if f"{s}-full" in h["i2t"]]
+    eff = ("tri5sem-effnet", "bow5-effnet")
+    pixel = [s for s in h["i2t"] if "@" not in s and s != "nn" and "effnet" not in s]
 
     def share(system: str, key) -> float:
         ours, paper = pm[key[0]][key[1]]["tri5sem"][key[3]], next(
             p for _, p, k in PAPER_CLAIMS if k == key)
         return (pm[key[0]][key[1]][system][key[3]] - ours) / (paper - ours)
 
-    eff = ("tri5sem-effnet", "bow5-effnet")
-
     def over(m, k, systems) -> list[float]:
         return [m[d][s][k] for s in systems for d in TASKS]
 
+    def lead(d: str, key: str) -> list[str]:
+        """The main systems with the best printed ``key``."""
+        vals = {s: shown(key, pm[CROWD if key == "R-P" else HODOSH][d][s][key]) for s in MAIN}
+        best = (min if key == "medR" else max)(vals.values())
+        return [s for s, v in vals.items() if v == best]
+
+    def not_sig(d: str, key: str) -> list[str]:
+        """The systems that Tri5Sem's lead on ``key`` is not significant against (p > 0.05)."""
+        per = sig[CROWD if key == "R-P" else HODOSH][d]
+        return [s for s in MAIN if s != "tri5sem"
+                and per.get(s, {}).get("rank" if key == "medR" else key, 1.0) > 0.05]
+
     r5 = [(h[d]["bow5"]["R@5"], h[d]["bow5-112"]["R@5"]) for d in TASKS]
-    sig448 = res["significance"][HODOSH]
-    return {
+    sig448 = sig[HODOSH]
+    values = {
         "h": h, "c": c,
         "bow5_wins": sum(better(k, h[d]["bow5"][k], h[d]["bow1"][k]) for d, k in both),
         "bow5_ties": sum(shown(k, h[d]["bow5"][k]) == shown(k, h[d]["bow1"][k]) for d, k in both),
@@ -134,28 +133,11 @@ def summary_values(res: dict) -> dict:
                 for m, k in ((h, "R@1"), (h, "R@10"), (h, "medR"))} | {
             "S@10": span(over(c, "R@10", eff))},
     }
-
-
-def summary_claims(res: dict, costs: dict) -> dict[str, bool]:
-    """The conclusions the Summary states, each true of ``res`` (and the cost benchmarks)."""
-    h, c = percent(res["metrics"][HODOSH]), percent(res["metrics"][CROWD])
-    pm, sig = {HODOSH: h, CROWD: c}, res["significance"]
-    ours = [(pm[k[0]][k[1]][k[2]][k[3]], p) for _, p, k in TRI5SEM_CLAIMS]
-    both = [(d, k) for d in TASKS for k in ("R@1", "R@5", "R@10", "medR")]
-    where = {"R@1": h, "R@10": h, "medR": h, "R-P": c}
-
-    def lead(d: str, key: str) -> list[str]:
-        return leaders(where[key], d, key, MAIN)
-
-    def not_sig(d: str, key: str) -> list[str]:
-        return weak(sig[CROWD if key == "R-P" else HODOSH], d, key, MAIN)
-
     p_med = [sig[HODOSH]["i2t"][s]["rank"] for s in MAIN if s != "tri5sem"]
-    eff, pixel = ("tri5sem-effnet", "bow5-effnet"), [s for s in h["i2t"] if "@" not in s
-                                                     and s != "nn" and "effnet" not in s]
     exact = costs["kcca_exact"]["results"]["flickr8k_hodosh"]
-    return {
-        "Tri5Sem is below the paper on all 5 claims": all(o < p for o, p in ours),
+    claims = {
+        "Tri5Sem is below the paper on all 5 claims":
+            all(pm[k[0]][k[1]][k[2]][k[3]] < p for _, p, k in TRI5SEM_CLAIMS),
         "NN is below every KCCA model on every R@K and median rank": all(
             better(k, h[d][s][k], h[d]["nn"][k]) for s in MAIN[1:] for d, k in both),
         "annotation leaders: BoW5 on R@1, Tri5Sem on R@10, median rank and R-P":
@@ -172,17 +154,15 @@ def summary_claims(res: dict, costs: dict) -> dict[str, bool]:
             == [["tri5sem"], ["tri5sem"], ["tagrank"]],
         "search: TagRank's R-P lead over Tri5Sem is not significant":
             sig[CROWD]["t2i"]["tagrank"]["R-P"] > 0.05,
-        "exact kernels close under half of every Tri5Sem gap":
-            summary_values(res)["exact_share"] < 0.5,
-        "EfficientNet systems are above every pixel system and the paper": min(
-            [h[d][s]["R@1"] for s in eff for d in TASKS]) > max(
-            [h[d][s]["R@1"] for s in pixel for d in TASKS] + [8.3]) and min(
-            [c[d][s]["R@10"] for s in eff for d in TASKS]) > max(
-            [c[d][s]["R@10"] for s in pixel for d in TASKS] + [49.1]),
+        "exact kernels close under half of every Tri5Sem gap": values["exact_share"] < 0.5,
+        "EfficientNet systems are above every pixel system and the paper":
+            min(over(h, "R@1", eff)) > max(over(h, "R@1", pixel) + [8.3])
+            and min(over(c, "R@10", eff)) > max(over(c, "R@10", pixel) + [49.1]),
         "kcca_exact reproduces the -full row": all(
             round(exact[d][k], 4) == round(res["metrics"][HODOSH][d]["tri5sem-full"][k], 4)
             for d in TASKS for k in ("R@1", "R@5", "R@10", "medR")),
     }
+    return values, claims
 
 
 def kcca_values(costs: dict) -> dict:
@@ -195,11 +175,6 @@ def kcca_values(costs: dict) -> dict:
 
 
 # ------------------------------------------------------------------ the originals (issue 18)
-def cv_pairs(res: dict) -> list[tuple[str, str]]:
-    """(system, direction) pairs of a ``hodosh_originals.json`` result."""
-    return [(s, d) for s in res["systems"] for d in TASKS]
-
-
 def gap_shares(res: dict) -> list[dict]:
     """Each paper claim with two estimates of what the originals would give on the 8K pools.
 
@@ -268,9 +243,11 @@ def kappa_tops(res: dict) -> dict[str, float]:
     return {c: float(max(v, key=v.get)) for c, v in share.items()}
 
 
-def originals_values(res: dict) -> dict:
-    """Every number of the originals' Summary bullet and conclusion."""
-    pairs, eff, sig = cv_pairs(res), res["effects"]["cv"]["gold"], res["significance"]["cv"]
+def originals(res: dict) -> tuple[dict, dict[str, bool]]:
+    """Every number of the originals' Summary bullet and conclusion, and the conclusions they
+    state."""
+    pairs = [(s, d) for s in res["systems"] for d in TASKS]
+    eff, sig = res["effects"]["cv"]["gold"], res["significance"]["cv"]
     copies = [c for c in res["conditions"] if c != res["reference"]]
     scale = {"R@10": 100, "R@1": 100, "medR": 1}
     vs = res["against_enlarged"]["cv"]["gold"]
@@ -283,7 +260,8 @@ def originals_values(res: dict) -> dict:
             for m in ("R@10", "R-P", "R@1")}
     official = res["significance"]["official"]["gold"]
     feat, ref = res["features"], res["reference"]
-    return {
+    kappas = kappa_tops(res)
+    v = {
         "o": res, "n": len(pairs), "img": res["images"],
         "side": math.sqrt(res["images"]["median_pixels_vs_224"]),
         "span": {c: {m: [min(v), max(v)] for m in scale
@@ -297,7 +275,7 @@ def originals_values(res: dict) -> dict:
         "agree": feat["agreement"][ref], "agree_o": feat["agreement"]["originals"],
         "agree_o_ref": feat["agreement"]["originals"][ref], "hist": feat["shared_codebook"],
         "st": feat["kernel_stats"], "st_ref": feat["kernel_stats"][ref],
-        "kappa": next(iter(kappa_tops(res).values())),
+        "kappa": next(iter(kappas.values())),
         "vs448": [min(d10 := [100 * vs[d][s]["effect"]["R@10"]["diff"] for s, d in pairs]),
                   max(d10)],
         "vs448_n10": sum(vs[d][s]["p"]["R@10"] <= 0.05 for s, d in pairs),
@@ -312,15 +290,10 @@ def originals_values(res: dict) -> dict:
         "full_share": max(100 * (r["ours_full"] - r["ours"]) / (r["paper"] - r["ours"])
                            for r in rows if r.get("ours_full") is not None),
     }
-
-
-def originals_claims(res: dict) -> dict[str, bool]:
-    """The conclusions the originals' bullet and conclusion state."""
-    v = originals_values(res)
-    agree, kappas = v["agree"]["originals"], kappa_tops(res)
+    agree = v["agree"]["originals"]
     largest = max(float(k) for per in res["selection"]["cv"].values() for t in per.values()
                   for d in TASKS for k in t[d]["kappa_share"])
-    return {
+    return v, {
         "the originals beat our copies on R@10 in every pair, significantly in at least half":
             v["span"]["originals"]["R@10"][0] > 0 and 2 * v["nsig"]["originals"]["R@10"] >= v["n"],
         "kernel agreement with the originals: sift lowest, then texture, colour highest":
