@@ -5,7 +5,8 @@ import pytest
 
 from xmodal.errors import XmodalError
 from xmodal.reproduce.render import (ClaimFailed, Table, and_list, check_claims, fill, gain_span,
-                                     markdown_table, minutes, pct, render_template, span, wrap)
+                                     markdown_table, minutes, pct, render_template, saved_figure,
+                                     span, wrap)
 
 
 def test_a_claim_that_flips_stops_the_rendering_and_names_itself():
@@ -71,3 +72,11 @@ def test_fields_are_paths_into_dicts_lists_and_attributes():
     assert fill("{res.test.cc-heldout.0.R@1!p:.1f} {hp.C:g}", values) == "33.7 2"
     with pytest.raises(XmodalError, match="'R@5' is missing"):
         fill("{res.test.cc-heldout.0.R@5}", values)
+
+
+def test_saved_figure_draws_in_the_block_and_saves_after_it(tmp_path):
+    path = tmp_path / "figures" / "f.png"
+    with saved_figure(path, 1, 2, figsize=(2, 1)) as (fig, axes):
+        assert len(axes) == 2 and not path.exists()
+        axes[0].plot([0, 1], [1, 0])
+    assert path.read_bytes()[:4] == b"\x89PNG"

@@ -15,9 +15,8 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.reproduce.output import machine_text, read_json
-from xmodal.reproduce.render import markdown_table, md_row, render_template
+from xmodal.reproduce.render import markdown_table, md_row, render_template, saved_figure
 
-PAPER_ROWS = {"paper CMRM": (0.09, 0.10), "paper CRM": (0.19, 0.16)}
 PAPER_CMRM = {"n_words_recall_gt0": 66, "mean_R": 0.09, "mean_P": 0.10}  # Table 1
 PAPER_CRM = {"n_words_recall_gt0": 107, "mean_R": 0.19, "mean_P": 0.16}
 FIGURE_NAME = "relevance_corel.png"
@@ -199,37 +198,29 @@ def write_report(results_dir: Path, report: Path, figure: Path | None = None) ->
 def plot_corel(corel: dict, nested: dict, figure: Path) -> None:
     """Mean recall vs mean precision: test-set rows (left) and nested-CV folds (right), with the
     paper's Table 1 rows; the shaded corner is where the paper's CMRM row is reached."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     folds = {n: [f["results"][n] for f in nested.get("folds", []) if n in f["results"]]
              for n in nested.get("summary", {})}
     for f in nested.get("crm", {}).get("folds", []):
         for n, v in f["results"].items():
             folds.setdefault(n, []).append(v)
-    fig, axes = plt.subplots(1, 2, figsize=(13, 7), sharex=True, sharey=True)
-    for ax in axes:
-        ax.fill_between([0.09, 0.25], 0.10, 0.2, color="tab:green", alpha=0.08)
-        for label, (r, p) in PAPER_ROWS.items():
-            ax.plot(r, p, marker="*", ms=16, color="black", ls="")
-            ax.annotate(label, (r, p), textcoords="offset points", xytext=(6, 6))
-        ax.set(xlabel="mean per-word recall", xlim=(0.03, 0.21), ylim=(0.05, 0.18))
-        ax.grid(alpha=0.3)
-    axes[0].set_ylabel("mean per-word precision")
-    for name, m in corel.get("models", {}).items():
-        a = m["annotation"]
-        axes[0].plot(a["mean_R"], a["mean_P"], marker="o", ls="", label=name)
-    axes[0].set_title("Test set (500 images, 260 words)")
-    axes[0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))
-    for name, rows in folds.items():
-        if rows:
-            axes[1].plot([r["mean_R"] for r in rows], [r["mean_P"] for r in rows], marker="o",
-                         ls="", alpha=0.7, label=name)
-    axes[1].set_title("Nested CV: 9 held-out folds of 500 training images")
-    axes[1].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))
-    fig.tight_layout()
-    figure.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(figure, dpi=80)
-    plt.close(fig)
+    with saved_figure(figure, 1, 2, figsize=(13, 7), sharex=True, sharey=True) as (fig, axes):
+        for ax in axes:
+            ax.fill_between([0.09, 0.25], 0.10, 0.2, color="tab:green", alpha=0.08)
+            for label, row in (("paper CMRM", PAPER_CMRM), ("paper CRM", PAPER_CRM)):
+                r, p = row["mean_R"], row["mean_P"]
+                ax.plot(r, p, marker="*", ms=16, color="black", ls="")
+                ax.annotate(label, (r, p), textcoords="offset points", xytext=(6, 6))
+            ax.set(xlabel="mean per-word recall", xlim=(0.03, 0.21), ylim=(0.05, 0.18))
+            ax.grid(alpha=0.3)
+        axes[0].set_ylabel("mean per-word precision")
+        for name, m in corel.get("models", {}).items():
+            a = m["annotation"]
+            axes[0].plot(a["mean_R"], a["mean_P"], marker="o", ls="", label=name)
+        axes[0].set_title("Test set (500 images, 260 words)")
+        axes[0].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))
+        for name, rows in folds.items():
+            if rows:
+                axes[1].plot([r["mean_R"] for r in rows], [r["mean_P"] for r in rows],
+                             marker="o", ls="", alpha=0.7, label=name)
+        axes[1].set_title("Nested CV: 9 held-out folds of 500 training images")
+        axes[1].legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12))

@@ -1,6 +1,6 @@
 """The one rendering layer of the generated reports: Markdown templates filled from named values
 after their claims are checked, a table of rows x metrics, and the small helpers of the prose
-(percentages, ranges, lists in words, wrapped paragraphs).
+(percentages, ranges, lists in words, wrapped paragraphs); and a frame that saves a figure.
 
 A report is ``render_template(name, values, claims)``: ``templates/<name>.md`` holds the words,
 ``values`` the numbers computed from the results JSON, and ``claims`` the conclusions the words
@@ -15,13 +15,14 @@ import math
 import re
 import string
 import textwrap
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from importlib.resources import files
+from pathlib import Path
 
 from xmodal.errors import XmodalError
 from xmodal.eval.compare import stars
 
-DAGGER = "†"
 TEMPLATES = "templates"
 
 
@@ -202,3 +203,20 @@ def rewrap(text: str) -> str:
         prefix = re.match(r"\s*(?:[-*] |\d+\. )?", line).group(0)
         out += wrap(line[len(prefix):], prefix)
     return "\n".join(out)
+
+
+@contextmanager
+def saved_figure(path: Path, *grid, dpi: int = 80, rect=(0, 0, 1, 1), **options) -> Iterator:
+    """``(fig, axes)`` of ``matplotlib.pyplot.subplots(*grid, **options)`` to draw on in a
+    ``with`` block; then laid out (within ``rect``) and saved to ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(*grid, **options)
+    yield fig, axes
+    fig.tight_layout(rect=rect)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)

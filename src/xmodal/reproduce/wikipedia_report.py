@@ -18,7 +18,8 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.reproduce.output import machine_text, read_json
-from xmodal.reproduce.render import and_list, markdown_table, render_template, rewrap, span
+from xmodal.reproduce.render import (and_list, markdown_table, render_template, rewrap,
+                                     saved_figure, span)
 
 # Rasiwasia et al. (2010): MAP (image query, text query) of Tables 3 and 4, and their setup.
 PAPER = {
@@ -46,54 +47,40 @@ TOLERANCE = 0.02  # a Table 4 number is reproduced when within this of the paper
 
 def plots(res: dict, cats: list[str], figdir: Path) -> None:
     """PR curves, per-category MAP and confusion matrices (Figs. 4-6 of the paper)."""
-    import matplotlib
+    queries = (("t2i", "Text query"), ("i2t", "Image query"))
+    with saved_figure(figdir / "wikipedia_pr.png", 1, 2, dpi=90, figsize=(10, 4)) as (fig, axes):
+        for ax, (d, title) in zip(axes, queries):
+            for n in MODELS:
+                pr = res["pr"][n][d]
+                ax.plot(pr["recall"], pr["precision"], marker="o", ms=3, label=LABEL[n])
+            ax.set(title=title, xlabel="recall", ylabel="precision (11-point interpolated)",
+                   xlim=(0, 1), ylim=(0, 1))
+            ax.grid(alpha=0.3)
+        axes[0].legend()
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
-    for ax, d, title in zip(axes, ("t2i", "i2t"), ("Text query", "Image query")):
-        for n in MODELS:
-            pr = res["pr"][n][d]
-            ax.plot(pr["recall"], pr["precision"], marker="o", ms=3, label=LABEL[n])
-        ax.set(title=title, xlabel="recall", ylabel="precision (11-point interpolated)",
-               xlim=(0, 1), ylim=(0, 1))
-        ax.grid(alpha=0.3)
-    axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(figdir / "wikipedia_pr.png", dpi=90)
-    plt.close(fig)
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4), sharey=True)
     x = np.arange(len(cats))
-    for ax, d, title in zip(axes, ("t2i", "i2t"), ("Text query", "Image query")):
-        for k, n in enumerate(OURS_AND_PAPER):
-            ax.bar(x + (k - 2) * 0.16, res["per_category"][n][d], 0.16, label=LABEL[n])
-        ax.set_xticks(x, cats, rotation=45, ha="right")
-        ax.set(title=title, ylabel="MAP")
-        ax.grid(axis="y", alpha=0.3)
-    axes[0].legend()
-    fig.tight_layout()
-    fig.savefig(figdir / "wikipedia_per_category.png", dpi=90)
-    plt.close(fig)
+    with saved_figure(figdir / "wikipedia_per_category.png", 1, 2, dpi=90, figsize=(12, 4),
+                sharey=True) as (fig, axes):
+        for ax, (d, title) in zip(axes, queries):
+            for k, n in enumerate(OURS_AND_PAPER):
+                ax.bar(x + (k - 2) * 0.16, res["per_category"][n][d], 0.16, label=LABEL[n])
+            ax.set_xticks(x, cats, rotation=45, ha="right")
+            ax.set(title=title, ylabel="MAP")
+            ax.grid(axis="y", alpha=0.3)
+        axes[0].legend()
 
-    fig, axes = plt.subplots(len(CONFUSION_SHOWN), 2, figsize=(10, 4.5 * len(CONFUSION_SHOWN)))
-    for row, n in enumerate(CONFUSION_SHOWN):
-        for col, (d, title) in enumerate((("t2i", "text query"), ("i2t", "image query"))):
-            ax = axes[row, col]
-            m = np.asarray(res["confusion"][n][d])
-            ax.imshow(m, cmap="Blues", vmin=0, vmax=1)
-            for i in range(len(cats)):
-                for j in range(len(cats)):
-                    if m[i, j] >= 0.05:
-                        ax.text(j, i, f"{m[i, j]:.2f}"[1:], ha="center", va="center", fontsize=6,
-                                color="white" if m[i, j] > 0.5 else "black")
-            ax.set_xticks(range(len(cats)), cats, rotation=90, fontsize=7)
-            ax.set_yticks(range(len(cats)), cats, fontsize=7)
-            ax.set_title(f"{LABEL[n]}, {title}", fontsize=9)
-    fig.tight_layout()
-    fig.savefig(figdir / "wikipedia_confusion.png", dpi=90)
-    plt.close(fig)
+    with saved_figure(figdir / "wikipedia_confusion.png", len(CONFUSION_SHOWN), 2, dpi=90,
+                figsize=(10, 4.5 * len(CONFUSION_SHOWN))) as (fig, axes):
+        for row, n in enumerate(CONFUSION_SHOWN):
+            for col, (d, title) in enumerate(queries):
+                ax, m = axes[row, col], np.asarray(res["confusion"][n][d])
+                ax.imshow(m, cmap="Blues", vmin=0, vmax=1)
+                for i, j in zip(*np.nonzero(m >= 0.05)):
+                    ax.text(j, i, f"{m[i, j]:.2f}"[1:], ha="center", va="center", fontsize=6,
+                            color="white" if m[i, j] > 0.5 else "black")
+                ax.set_xticks(range(len(cats)), cats, rotation=90, fontsize=7)
+                ax.set_yticks(range(len(cats)), cats, fontsize=7)
+                ax.set_title(f"{LABEL[n]}, {title.lower()}", fontsize=9)
 
 
 # -- numbers as the report prints them ------------------------------------------------------------
