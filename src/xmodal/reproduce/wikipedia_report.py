@@ -162,10 +162,6 @@ def _kernel(key: str) -> list[str]:
     return [f"{float(g):g}", "all" if r == "None" else r, f"{float(c):g}"]
 
 
-def _span3(values) -> str:
-    return span(values, "{:.3f}")
-
-
 def _table3_rows(res: dict) -> dict[tuple[str, str], tuple[float, float]]:
     return {(r["model"], r["distance"]): (r["i2t"], r["t2i"]) for r in res["table3_rows"]}
 
@@ -505,7 +501,7 @@ def _exploration(res: dict) -> tuple[dict, dict]:
     lam = max(g["fusion_lambda"], key=lambda v: cv[f"fusion_scm/{v}"])
     fused, r256 = cv[f"fusion_scm/{lam}"], cv["rank/256"]
     powers = {(a, b): cv[f"power/{a}/{b}"] for a in g["powers"] for b in g["powers"]}
-    four = "{:.4f}"
+    three, four = "{:.3f}", "{:.4f}"
     values = {"g": g, "e": cv, "x": {
         "ranks": _slash(g["ranks"]),
         "rank_maps": _slash((cv[f"rank/{n}"] for n in g["ranks"]), four),
@@ -516,11 +512,11 @@ def _exploration(res: dict) -> tuple[dict, dict]:
         "concat_C": _slash(g["concat_C"]),
         "concat_maps": _slash((cv[f"concat_C/{C}"] for C in g["concat_C"]), four),
         "sqrt_lr_C": f"{_num(min(g['sqrt_lr_C']))}-{_num(max(g['sqrt_lr_C']))}",
-        "sqrt_lr_span": _span3([cv[f"sqrt_lr_C/{C}"] for C in g["sqrt_lr_C"]]),
-        "mixed_span": _span3(mixed), "powers": _set(g["powers"]),
+        "sqrt_lr_span": span([cv[f"sqrt_lr_C/{C}"] for C in g["sqrt_lr_C"]], three),
+        "mixed_span": span(mixed, three), "powers": _set(g["powers"]),
         "prf_k": f"{min(g['prf_k'])}-{max(g['prf_k'])}",
         "prf_weight": f"{min(g['prf_weight']):g}-{max(g['prf_weight']):g}",
-        "prf_span": _span3(prf), "prf_gain": max(prf) - shipped,
+        "prf_span": span(prf, three), "prf_gain": max(prf) - shipped,
         "fusion_lambda": _set(g["fusion_lambda"]), "fusion_map": fused, "fusion_at": lam,
         "fusion_gain": fused - r256,
         "fusion_cm": max(cv[f"fusion_cm/{v}"] for v in g["fusion_lambda"]),
@@ -544,7 +540,7 @@ def _ksmqe(res: dict) -> tuple[dict, dict]:
     expansion = cv["ksmqe_k/weight (MAP, higher is better)"]
     gain = t4["ksm-qe"]["avg"] - t4["ksm"]["avg"]
     values = {
-        "linear_text": _ranked(cv["ksm_C_text"])[0][1],
+        "linear_text": min(cv["ksm_C_text"].values()),
         "qe_cv_gain": expansion[f"{hp['ksmqe_k']}/{hp['ksmqe_weight']}"] - res["ksm_cv_map"],
         "qe_avg": _avg((t4["ksm-qe"]["i2t"], t4["ksm-qe"]["t2i"])),
         "qe_p_scm": _p(sig["i2t"]), "qe_p_ksm": _ps((vs_ksm["i2t"], vs_ksm["t2i"])),
