@@ -569,6 +569,7 @@ def main() -> None:
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=KINDS)
     ap.add_argument("--originals", type=Path, default=DEFAULT_ORIGINALS,
                     help="folder of the Flickr8K originals (else they are made by upscaling)")
+    ap.add_argument("--name", default="index_profile", help="results file name")
     ap.add_argument("--no-plain", action="store_true",
                     help="skip the plain xmodal index run (the timers' overhead)")
     ap.add_argument("--child", nargs=3, type=Path, help=argparse.SUPPRESS)
@@ -632,7 +633,7 @@ def main() -> None:
                   flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(record("index_profile", results))
+    print(record(args.name, results))
 
 
 if __name__ == "__main__":
