@@ -278,7 +278,9 @@ class DualEncoder:
             "image_input": self.image_input,
             "image_backbone": self.image_backbone,
             "text_encoder": self.text_encoder,
-            "image_int8": self.image_int8,
+            # only when set: the ids of models (and the photo indexes built with them) from
+            # before the option existed stay what they were
+            **({"image_int8": True} if self.image_int8 else {}),
         }
 
     SAVE_TYPE = MODEL_TYPE
