@@ -172,11 +172,21 @@ def environment(env: dict[str, str]) -> Iterator[None]:
                 os.environ[k] = v
 
 
+def tower_precision(model) -> str | None:
+    """The precision a model's image tower runs at: int8 only for a model that asks for it
+    (``image_int8``) when its calibration ships; None for a model without an EfficientNet."""
+    from xmodal.features.onnx_engine import image_precision
+
+    backbone = getattr(model, "image_backbone", None)
+    if backbone is None:
+        return None
+    return image_precision(backbone) if getattr(model, "image_int8", False) else "fp32"
+
+
 def rows(specs=SPECS) -> tuple[list[Row], list[dict]]:
     """The table's rows, and ``{"spec", "reason"}`` for each spec the factory cannot load."""
     from xmodal.errors import XmodalError
     from xmodal.factory import load_embedding_model
-    from xmodal.features.onnx_engine import image_precision
 
     out, skipped = [], []
     for spec in specs:
@@ -185,8 +195,7 @@ def rows(specs=SPECS) -> tuple[list[Row], list[dict]]:
         except XmodalError as exc:
             skipped.append({"spec": spec, "reason": str(exc)})
             continue
-        backbone = getattr(model, "image_backbone", None)
-        precision = image_precision(backbone) if backbone else None
+        precision = tower_precision(model)
         out.append(Row(spec, spec, {}, precision))
         if spec == "dual" and precision == "int8":
             out.append(Row(FP32_ROW, spec, {"XMODAL_INT8": "0"}, "fp32"))
@@ -220,13 +229,14 @@ def files_mb(row: Row, model) -> tuple[float | None, dict]:
     counted: dict[str, float] = {}
     folder = model_dir(row.spec)
     if folder is not None:
-        counted[os.path.relpath(folder, REPO)] = sum(f.stat().st_size for f in folder.rglob("*") if f.is_file())
+        counted[os.path.relpath(folder, REPO)] = sum(f.stat().st_size for f in folder.rglob("*")
+                                                     if f.is_file())
     elif row.spec != "efficientnet-minilm-zeroshot":
         return None, {"reason": f"the saved directory of {row.spec!r} is not known"}
     backbone, text = getattr(model, "image_backbone", None), getattr(model, "text_encoder", None)
     if backbone is None or text not in ("mpnet", "minilm"):
         return None, {"reason": "not a dual encoder: its exported files are not known"}
-    if ox.image_precision(backbone) == "int8":
+    if row.precision == "int8":
         from xmodal.features.int8 import asset_path
 
         files = [ox.effnet_int8_path(backbone), asset_path(backbone)]
@@ -237,6 +247,9 @@ def files_mb(row: Row, model) -> tuple[float | None, dict]:
         if not f.is_file():
             return None, {"reason": f"{f} is missing after the warm-up index"}
         counted[f.name] = f.stat().st_size
+        weights = f.with_name(f"{f.name}.data")  # an export with its weights beside it
+        if weights.is_file():
+            counted[weights.name] = weights.stat().st_size
     return round(sum(counted.values()) / 1e6, 1), {k: round(v / 1e6, 2) for k, v in
                                                    counted.items()}
 
@@ -432,7 +445,6 @@ def evaluate_quality(names: list[str], protocols=QUALITY_PROTOCOLS) -> None:
 def import_existing() -> None:
     """``--import-existing``: the fp32 default's and the bridge's numbers from the reports'
     result files, when the default model's files are the ones those files measured."""
-    from xmodal.features.onnx_engine import image_precision
     from xmodal.models.dual import default_model
 
     dual = read_results("dual_encoder")
@@ -447,7 +459,7 @@ def import_existing() -> None:
     if not same:
         raise SystemExit(f"the default model changed at {asset}, after {source}: evaluate it "
                          "with --quality instead")
-    int8 = image_precision(default_model().image_backbone) == "int8"
+    int8 = tower_precision(default_model()) == "int8"
     targets = {"dual": Row(FP32_ROW if int8 else "dual", "dual", {}, "fp32"),
                "efficientnet-minilm-zeroshot": Row("efficientnet-minilm-zeroshot",
                                                    "efficientnet-minilm-zeroshot", {}, "fp32")}
