@@ -169,7 +169,7 @@ def extract_image_features(
     conv (what a tuned top, :mod:`xmodal.models.image_top`, reads). ``precision`` "int8" runs
     the int8 tower (ONNX Runtime only; see :func:`xmodal.features.onnx_engine.image_precision`).
     """
-    from tqdm.auto import tqdm
+    from xmodal.progress import progress_bar
 
     if on_error not in ("raise", "mask"):
         raise XmodalError(f"on_error must be 'raise' or 'mask', not {on_error!r}")
@@ -211,7 +211,7 @@ def extract_image_features(
             else:
                 todo.append(i)
 
-    bar = tqdm(total=len(todo), desc=bb.title, unit="img", disable=not progress or not todo)
+    bar = progress_bar(len(todo), bb.title, "img", progress and bool(todo))
     for start in range(0, len(todo), batch_size):
         idx = todo[start : start + batch_size]
         arrays, good = [], []

@@ -79,7 +79,7 @@ def encode_texts(
     Small calls (fewer than ``WRITE_MIN`` texts: interactive search queries) read the disk cache
     but do not add to it, so a long-running search server does not grow the cache per query.
     """
-    from tqdm.auto import tqdm
+    from xmodal.progress import progress_bar
 
     encoder = encoder or DEFAULT_TEXT_ENCODER
     dim, version, title = text_encoder_spec(encoder)
@@ -98,7 +98,7 @@ def encode_texts(
     todo = list(todo_keys)
     if todo:
         embed = _embed_fn(encoder, batch_size)
-        bar = tqdm(total=len(todo), desc=title, unit="text", disable=not progress)
+        bar = progress_bar(len(todo), title, "text", progress)
         # Sorting by length keeps padding (and time) low.
         order = sorted(todo, key=lambda k: len(texts[todo_keys[k][0]]))
         for start in range(0, len(order), batch_size):
