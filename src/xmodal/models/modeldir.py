@@ -55,7 +55,9 @@ def write_model_dir(
     out.mkdir(parents=True, exist_ok=True)
     config = {"type": type, "version": int(version), "params": params, "state": state or {},
               "provenance": provenance or {}}
-    np.savez_compressed(out / ARRAYS_FILE, **{k: np.asarray(v) for k, v in arrays.items()})
+    # uncompressed: int8 / float16 weights barely compress (the default model: 14.8 MB against
+    # 12.6) and inflating them cost every cold search 55 ms
+    np.savez(out / ARRAYS_FILE, **{k: np.asarray(v) for k, v in arrays.items()})
     (out / CONFIG_FILE).write_text(json.dumps(config, indent=1) + "\n")
     return out
 
