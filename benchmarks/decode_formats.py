@@ -1,0 +1,127 @@
+"""Decoding and indexing camera-size photos by format: JPEG, HEIC and PNG (issue 32 item 3).
+
+    python -m benchmarks.decode_formats                 # 20 photos a format, ~5 minutes
+
+The same 12 MP photos (Flickr8K test photos upscaled to 4000x3000 with grain, as
+``benchmarks/index_profile.py`` makes its ``camera12mp_grain`` kind) saved three ways: JPEG
+quality 92, HEIC quality 80 (x265 through pillow-heif, an iPhone's default format) and PNG. Per
+format: file size, the decode-only rate (``read_bytes`` + SHA-1 + ``load_checked`` to the default
+model's 260-px input, as indexing decodes, on 2 threads) and a fresh ``xmodal index`` process's
+rate on the same files (encoders exported), also after its start-up (the wall time of indexing
+one photo, best of 3, taken off), with the ratio of that to the decode-only rate. JPEGs decode at
+a reduced scale (``draft``); HEIC and PNG have no such shortcut and are decoded whole.
+
+Writes ``benchmarks/results/decode_formats.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from benchmarks._record import record
+from benchmarks.index_profile import make_sets
+from xmodal.paths import models_dir
+
+
+def convert(src: Path, dest: Path, fmt: str) -> None:
+    from PIL import Image
+
+    dest.mkdir(parents=True, exist_ok=True)
+    if fmt == "heic":
+        import pillow_heif
+
+        pillow_heif.register_heif_opener()
+    for f in sorted(src.iterdir()):
+        with Image.open(f) as im:
+            out = dest / f"{f.stem}.{fmt}"
+            if fmt == "heic":
+                im.save(out, format="HEIF", quality=80)
+            else:
+                im.save(out, format="PNG", compress_level=6)
+
+
+def decode_rate(folder: Path, square: int) -> float:
+    from xmodal.index import scan
+
+    files = sorted(str(p) for p in folder.iterdir())
+
+    def one(path: str) -> bool:
+        data, _ = scan.read_bytes(path)
+        hashlib.sha1(data).hexdigest()
+        return scan.load_checked(path, data, square)[0] is not None
+
+    t = time.perf_counter()
+    with ThreadPoolExecutor(2) as pool:
+        ok = sum(pool.map(one, files))
+    if ok != len(files):
+        raise SystemExit(f"{len(files) - ok} of {folder} could not be decoded")
+    return len(files) / (time.perf_counter() - t)
+
+
+def index_wall(folder: Path, db: Path, work: Path) -> float:
+    """Seconds of a fresh ``xmodal index`` process into a new database ``db``."""
+    env = {**os.environ, "XMODAL_CACHE": str(work / "cache"), "XMODAL_MODELS": str(models_dir())}
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "xmodal", "index", str(folder), "--db", str(db), "-q"],
+                   env=env, check=True, capture_output=True)
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--photos", type=int, default=20)
+    args = ap.parse_args()
+    from xmodal.factory import load_embedding_model
+
+    square = load_embedding_model(None).image_input_size
+    work = Path(tempfile.mkdtemp(prefix="xmodal-formats-"))
+    try:
+        jpeg = make_sets(args.photos, work, None, ["camera12mp_grain"])["camera12mp_grain"]
+        folders = {"jpeg": Path(jpeg["folder"])}
+        for fmt in ("heic", "png"):
+            t = time.perf_counter()
+            convert(folders["jpeg"], work / fmt, fmt)
+            print(f"made {fmt} in {time.perf_counter() - t:.0f} s", flush=True)
+            folders[fmt] = work / fmt
+        one = work / "one"  # a one-photo folder: the start-up of an index process
+        one.mkdir()
+        first = sorted(folders["jpeg"].iterdir())[0]
+        (one / first.name).symlink_to(first)
+        index_wall(folders["jpeg"], work / "warm.db", work)  # exports, page cache
+        startup = min(index_wall(one, work / f"one{k}.db", work) for k in range(3))
+        out = {}
+        for fmt, folder in folders.items():
+            files = list(folder.iterdir())
+            decode = decode_rate(folder, square)
+            wall = index_wall(folder, work / f"{fmt}.db", work)
+            loop = len(files) / max(wall - startup, 1e-9)
+            out[fmt] = {"photos": len(files),
+                        "file_mb_mean": round(sum(f.stat().st_size for f in files)
+                                              / len(files) / 1e6, 2),
+                        "decode_only_images_per_s_2_threads": round(decode, 1),
+                        "index_images_per_s_process": round(len(files) / wall, 1),
+                        "index_images_per_s_after_startup": round(loop, 1),
+                        "index_vs_decode_only": round(loop / decode, 2)}
+            print(fmt, out[fmt], flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    record("decode_formats", {"photos": "Flickr8K test photos upscaled to 4000x3000 with grain "
+                              "(sd 5), saved as JPEG q92, HEIC q80 (x265) and PNG",
+                              "tower_input_px": square,
+                              "startup_s": round(startup, 3),
+                              "index_vs_decode_only": "index rate after start-up (the process's "
+                              "wall minus that of indexing one photo) / decode-only rate",
+                              "formats": out})
+
+
+if __name__ == "__main__":
+    main()
