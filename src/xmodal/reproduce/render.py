@@ -11,6 +11,7 @@ sentence; the code never picks the verb.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import string
@@ -42,6 +43,11 @@ def template_text(name: str) -> str:
     if not path.is_file():
         raise XmodalError(f"no report template {name}.md in xmodal/reproduce/{TEMPLATES}/")
     return path.read_text(encoding="utf-8")
+
+
+def reference_data(name: str) -> dict:
+    """``data/<name>.json`` shipped with the package: a report's fixed reference numbers."""
+    return json.loads(files("xmodal.reproduce").joinpath("data", f"{name}.json").read_text("utf-8"))
 
 
 def check_claims(name: str, claims: Mapping[str, bool]) -> None:

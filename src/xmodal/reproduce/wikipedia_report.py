@@ -18,26 +18,20 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.reproduce.output import machine_text, read_json
-from xmodal.reproduce.render import (and_list, markdown_table, render_template, rewrap,
-                                     saved_figure, span)
+from xmodal.reproduce.render import (and_list, markdown_table, reference_data, render_template,
+                                     rewrap, saved_figure, span)
 
-# Rasiwasia et al. (2010): MAP (image query, text query) of Tables 3 and 4, and their setup.
+# Rasiwasia et al. (2010): MAP (image query, text query) of Tables 3 and 4, and their setup;
+# data/wikipedia.json says where each number comes from.
+_DATA = reference_data("wikipedia")
 PAPER = {
-    "table3": {
-        ("cm", "nc"): (0.249, 0.196), ("cm", "l2"): (0.235, 0.181), ("cm", "l1"): (0.226, 0.179),
-        ("sm", "nc"): (0.225, 0.223), ("sm", "l1"): (0.165, 0.221), ("sm", "kl"): (0.177, 0.221),
-        ("scm", "nc"): (0.277, 0.226), ("scm", "kl"): (0.241, 0.226),
-        ("scm", "l1"): (0.228, 0.226),
-    },
-    "table4": {"random": (0.118, 0.118), "cm": (0.249, 0.196), "sm": (0.225, 0.223),
-               "scm": (0.277, 0.226)},
-    "train_docs": 2173, "test_docs": 693, "cca_dim": 9,
+    "table3": {(r["model"], r["distance"]): (r["image_query"], r["text_query"])
+               for r in _DATA["table3"]["rows"]},
+    "table4": {r["model"]: (r["image_query"], r["text_query"]) for r in _DATA["table4"]["rows"]},
+    **{k: v for k, v in _DATA["setup"].items() if k != "source"},
 }
-LABEL = {"random": "Random", "cm": "CM", "sm": "SM", "scm": "SCM", "ksm": "KSM (ours)",
-         "ksm-qe": "KSM-QE (ours, pre-registered)"}
-DISTANCE = {"nc": "NC (= cosine)", "centered_nc": "centered NC", "l2": "L2", "l1": "L1",
-            "kl": "KL (text ‖ image)", "kl_image_text": "KL (image ‖ text)",
-            "dot": "dot (P(same class))"}
+LABEL = _DATA["labels"]
+DISTANCE = _DATA["distances"]
 CONFUSION_SHOWN = ("cm", "sm", "scm", "ksm-qe")
 OURS_AND_PAPER = ("cm", "sm", "scm", "ksm", "ksm-qe")
 MODELS = ("random", "cm", "sm", "scm", "ksm", "ksm-qe")
