@@ -11,43 +11,16 @@ from __future__ import annotations
 
 import math
 
-from xmodal.reproduce.render import span
+from xmodal.reproduce.render import reference_data, span
 
-LABELS = {
-    "nn": "NN (NN5 idf-F1)", "bow1": "BoW1", "bow5": "BoW5", "tagrank": "TagRank", "tri5": "Tri5",
-    "tri5sem": "Tri5Sem", "tri5sem-effnet": "Tri5Sem + EfficientNet-Lite0",
-    "bow5-effnet": "BoW5 + EfficientNet-Lite0",
-    "tri5-landmarks": "Tri5, text kernel vs landmarks (like Tri5Sem, d = 1)",
-    "tri5sem-full": "Tri5Sem, exact kernels (all 6,000 training images, rank 3,000)",
-    "bow5-full": "BoW5, exact kernels (rank 3,000)",
-    "tagrank-full": "TagRank, exact kernels (rank 3,000)",
-    "tri5-full": "Tri5, exact kernels (rank 3,000)",
-    "bow5-112": "BoW5 on 112x112 images (resolution ablation)",
-    "bow5-448": "BoW5 on images enlarged to 448x448 (descriptor scale of the originals)",
-    "tri5sem-448": "Tri5Sem on images enlarged to 448x448",
-    "tri5sem-448-full": "Tri5Sem, 448x448, exact kernels (rank 3,000)",
-    "bow5-448-full": "BoW5, 448x448, exact kernels (rank 3,000)",
-    "tagrank-448-full": "TagRank, 448x448, exact kernels (rank 3,000)",
-    "tri5-448-full": "Tri5, 448x448, exact kernels (rank 3,000)",
-}
+_DATA = reference_data("hodosh")  # where each number comes from: data/hodosh.json
+LABELS = _DATA["labels"]["names"]
 HODOSH, CROWD = "flickr8k-hodosh", "flickr8k-hodosh-crowd"
 TASKS = ("i2t", "t2i")
 MAIN = ("nn", "bow1", "bow5", "tagrank", "tri5", "tri5sem")  # 224 px, 1,500 landmarks
 # each number the paper's text states: (claim, paper value, where ours is in the results)
-PAPER_CLAIMS = [
-    ("Annotation R@1, Tri5Sem", 8.3, (HODOSH, "i2t", "tri5sem", "R@1")),
-    ("Annotation R@1, BoW5", 6.2, (HODOSH, "i2t", "bow5", "R@1")),
-    ("Annotation R@1, TagRank", 6.0, (HODOSH, "i2t", "tagrank", "R@1")),
-    ("Annotation S@10, Tri5Sem", 49.1, (CROWD, "i2t", "tri5sem", "R@10")),
-    ("Search S@10, Tri5Sem", 48.5, (CROWD, "t2i", "tri5sem", "R@10")),
-    ("Annotation R-precision, Tri5", 11.6, (CROWD, "i2t", "tri5", "R-P")),
-    ("Search R-precision, Tri5", 11.0, (CROWD, "t2i", "tri5", "R-P")),
-    ("Annotation R-precision, Tri5Sem", 13.4, (CROWD, "i2t", "tri5sem", "R-P")),
-    ("Search R-precision, Tri5Sem", 13.7, (CROWD, "t2i", "tri5sem", "R-P")),
-    ("Tri5Sem top caption expert = 4.0 (% images)", 11.0, ("expert", "i2t", "tri5sem", ">=4.0")),
-    ("Tri5Sem top caption expert >= 2.66 (% images)", 28.1,
-     ("expert", "i2t", "tri5sem", ">=2.66")),
-]
+PAPER_CLAIMS = [(r["claim"], r["paper"], tuple(r["ours"].values()))
+                for r in _DATA["paper_claims"]["rows"]]
 TRI5SEM_CLAIMS = [c for c in PAPER_CLAIMS if c[2][2] == "tri5sem" and c[2][0] != "expert"]
 
 
