@@ -8,22 +8,9 @@ from pathlib import Path
 
 import numpy as np
 
-from xmodal.reproduce.render import md_row, render_template
+from xmodal.reproduce.render import md_row, reference_data, render_template
 
-NAMES = {
-    "full": "Full model (caption + image tags)",
-    "caption": "Caption only (human caption)",
-    "image": "Image tags only (automatic, EfficientNet-Lite0)",
-    "full_nolift": "Full model without lifting tags to basic-level ancestors",
-    "auto_full": "Automatic caption + image tags",
-    "auto_caption": "Automatic caption only",
-    "no_border_features": "Full, without border/cluster features (paper #5-12)",
-    "no_intermediate_features": "Full, without intermediate-graph features (paper #2-4)",
-    "paper_features_only": "Full, only the paper's 15 features (no prior, no caption/image-side)",
-    "ql": "Baseline: query likelihood alone",
-    "max_cluster_rel": "Baseline: max node-cluster relatedness",
-    "random_seeds": "Baseline: seeds in random order",
-}
+NAMES = reference_data("gist")["names"]  # the report's name of each system
 METRICS = ("MAP", "nDCG@10", "P@10")
 SMALLEST_P = 1e-4  # 10,000 sign flips
 
