@@ -15,10 +15,12 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.reproduce.output import machine_text, read_json
-from xmodal.reproduce.render import markdown_table, md_row, render_template, saved_figure
+from xmodal.reproduce.render import (markdown_table, md_row, reference_data, render_template,
+                                     saved_figure)
 
-PAPER_CMRM = {"n_words_recall_gt0": 66, "mean_R": 0.09, "mean_P": 0.10}  # Table 1
-PAPER_CRM = {"n_words_recall_gt0": 107, "mean_R": 0.19, "mean_P": 0.16}
+# the papers' Corel5K rows (Table 1 of each; sources in data/relevance_models.json)
+PAPER_CMRM, PAPER_CRM = ({k: v for k, v in row.items() if k != "source"}
+                         for row in reference_data("relevance_models")["paper_rows"].values())
 FIGURE_NAME = "relevance_corel.png"
 CALIBRATED = "CMRM + temperature + word-prior normalisation"
 # the Corel5K rows the sentences name, as the results JSON names them
