@@ -9,17 +9,13 @@ times those runs and the benchmarks recorded (``text_kernels.json``,
 from __future__ import annotations
 
 from xmodal.models.hodosh import best_dev_row
-from xmodal.reproduce.render import and_list, markdown_table
+from xmodal.reproduce.render import and_list, markdown_table, reference_data
 
 TASKS = ("i2t", "t2i")
-# each exploration's row in the report (``hodosh_explore.EXPLORATIONS``), and the used settings'
-LABELS = {"bow5-kappa-large": "kappa = 10 / 25 / 100 / 300",
-          "bow5-d3": "text diagonal factor d = 3", "bow5-p3": "image kernel cubed, p = 3",
-          "bow5-750": "750 instead of 1,500 image landmarks",
-          "bow5-3000": "3,000 image landmarks, rank 1,500",
-          "bow5-3000-r3000": "3,000 image landmarks, rank 3,000",
-          "tri5sem-d1": "d = 1", "tri5sem-d2": "d = 2", "tri5sem-d8": "d = 8"}
-USED = {"bow5": "p = 2, d = 1, kappa in {0.1, 0.5, 1, 5} (used)", "tri5sem": "d = 4 (used)"}
+# each exploration's row in the report (``hodosh_explore.EXPLORATIONS``) and the used settings'
+# rows, from data/hodosh.json
+_NAMES = reference_data("hodosh")["explorations"]
+LABELS, USED = _NAMES["names"], _NAMES["used"]
 
 
 def best(columns: dict, task: str, kappa: float | None = None) -> dict:
