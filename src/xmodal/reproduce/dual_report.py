@@ -20,13 +20,15 @@ from xmodal.recipes.querybank import QUERYBANK_BETA, SHIPPED_IMAGE_BANK
 from xmodal.reproduce.dual_broader import BROADER, ROUND, mean_r1
 from xmodal.reproduce.output import read_json
 from xmodal.reproduce.render import (Table, and_list, check_claims, fill, gain_span,
-                                     markdown_table, minutes, rewrap, template_text)
+                                     markdown_table, minutes, reference_data, rewrap,
+                                     template_text)
 
 SHIPPED = "cc_lite2_mpnet_flip_hn5_ens3"  # the broader variant: stage 1 of the default model
 THIRD_SHIPPED = "cc_lite2_mpnet_ens2"  # shipped from the third round until the fourth
 LITE2, LITE0 = "cc_lite2_mpnet", "cc_mpnet"  # the encoders' comparison (also timed for indexing)
 SHIPPED_STAGE2_LR = 1e-3  # the fifth round's shipped stage 2 (its head conv's lr)
-KLEIN_I2T = 31.0  # Klein et al. 2015, FV + CCA on VGG (their Table 2), image -> text R@1
+_DATA = reference_data("dual_encoder")  # each number with its source
+KLEIN_I2T = _DATA["klein_i2t"]["value"]  # Klein et al. 2015, Table 2, image -> text R@1
 # a fourth-round variant's baseline (same encoders, one head); the others': THIRD_SHIPPED
 FOURTH_BASELINE = {"cc_lite2_mpnet_hn5": LITE2, "cc_lite2_mpnet_flip": LITE2}
 HISTORY = "dual_encoder_historical"  # numbers no rerun reproduces: the claims compare with them
@@ -39,14 +41,12 @@ EXTRA = ("ood_eval", "query_latency", "index_speed_models_lite0_vs_lite2", "inde
 FIRST_ROUND = {"base": "base", "lit": "lit", "bridgein": "v2", "maps": "maps",
                "drop4ep60": "shipped"}
 FIRST_TEST_W = {"base": 0.2}
-GOAL_I2T, GOAL_T2I = 35, 25  # issue 17: flickr8k-5cap test R@1
+GOAL_I2T, GOAL_T2I = _DATA["goal"]["i2t"], _DATA["goal"]["t2i"]  # issue 17
 R1 = ("i2t_R@1", "t2i_R@1")
 NEEDED = ("f8k", "cc", "cc_lite2", "cc_mpnet", "cc_lite2_mpnet", "cc_lite2_mpnet_h1024",
           THIRD_SHIPPED, SHIPPED)
 PROTOCOLS = ("flickr8k-5cap", "flickr8k-hodosh", "flickr8k-hodosh-crowd", "cc-heldout")
-LABELS = {"dual": "dual (shipped)",
-          "dual-qb": "dual-qb (the shipped model, querybank of its training data; sixth round)",
-          "efficientnet-minilm-zeroshot": "zero-shot bridge (`efficientnet-minilm-zeroshot`)"}
+LABELS = _DATA["labels"]["names"]
 
 
 def test_table(protocol: str, rows: dict) -> str:
