@@ -101,6 +101,11 @@ def test_watch_adds_removes_and_renames(tmp_path):
         # deleted: gone from search within 5 s
         os.remove(folder / "green.png")
         _wait_for(lambda: str(folder / "green.png") not in _paths(db, "green"), 5)
+        # the watcher reports an update after committing it: wait for the deletion's report, so
+        # that it is not counted with the rename's below
+        seen = [w.next(10)]
+        while sum(m["deleted"] for m in seen) < 1:
+            seen.append(w.next(10))
         while not w.lines.empty():
             w.lines.get()
         # renamed into a new folder: found under its new name, its vector reused

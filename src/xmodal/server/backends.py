@@ -44,6 +44,7 @@ class Backends:
         self.threads = threads
         self._threads_set: set[str] = set()
         self._index = index
+        self._owns_index = index is None  # opened here, on the library thread, when needed
         self._model = model
         self._tagger = tagger
         self._tagger_error: str | None = None
@@ -83,6 +84,11 @@ class Backends:
                 _limit_threads(self.threads, self._threads_set)
 
     def close(self) -> None:
+        if self._index is not None and self._owns_index and self._executor is not None:
+            # an index this backend opened belongs to the library thread, which goes with its
+            # pool: close it there, so that the next lifespan's thread opens its own
+            self._executor.submit(self._index.close)
+            self._index = None
         for pool in (self._executor, self._heavy):
             if pool is not None:
                 pool.shutdown(wait=False, cancel_futures=True)

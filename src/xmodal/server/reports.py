@@ -75,6 +75,8 @@ class ReportStore:
         """The full report called ``name``; XmodalError when it does not exist."""
         if self.root is None:
             raise XmodalError("no reports folder configured: start the server with --reports DIR")
+        if "\x00" in name:  # no file has such a name (and the OS refuses to look it up)
+            raise FileNotFoundError(name)
         path = (self.root / f"{name}.json").resolve()
         if self.root not in path.parents or not path.is_file():
             raise FileNotFoundError(name)
