@@ -39,6 +39,7 @@ def pad_index(db: Path, n: int, seed: int = 0) -> None:
     """Add ``n`` synthetic unit vectors under the index's model id, then rebuild its ANN."""
     import numpy as np
 
+    from benchmarks.synthetic_index import insert_vectors
     from xmodal.index import PhotoIndex
     from xmodal.index.store import Store
 
@@ -48,12 +49,7 @@ def pad_index(db: Path, n: int, seed: int = 0) -> None:
     vecs = np.random.default_rng(seed).standard_normal((n, dim)).astype(np.float32)
     vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
     with store.transaction() as conn:
-        conn.executemany(
-            "INSERT INTO files(id, path, size, mtime_ns, sha1, width, height, status, reason,"
-            " updated_at) VALUES(?, ?, 1, 1, NULL, 640, 480, 'ok', NULL, 0)",
-            [(first + i, f"/photos/{i // 1000:04d}/img{i:07d}.jpg") for i in range(n)])
-        conn.executemany("INSERT INTO vectors(file_id, model, vec) VALUES(?, ?, ?)",
-                         [(first + i, mid, vecs[i].tobytes()) for i in range(n)])
+        insert_vectors(conn, first, 0, vecs, mid)
     store.close()
     index = PhotoIndex(db)
     index.rebuild_ann()

@@ -33,6 +33,7 @@ _TMP = tempfile.mkdtemp(prefix="xmodal-bench-photos-")
 os.environ["XMODAL_CACHE"] = os.path.join(_TMP, "cache")  # cold feature caches, before imports
 
 from benchmarks._record import record  # noqa: E402
+from benchmarks.synthetic_index import insert_vectors  # noqa: E402
 from xmodal.index import PhotoIndex  # noqa: E402
 from xmodal.index.photo_index import model_id, one_thread  # noqa: E402
 from xmodal.paths import data_root  # noqa: E402
@@ -113,18 +114,7 @@ def synthetic_db(path: Path, n: int, dim: int, mid: str, seed: int = 0,
             else:
                 vecs = rng.standard_normal((m, dim)).astype(np.float32)
                 vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
-            conn.executemany(
-                "INSERT INTO files(id, path, size, mtime_ns, sha1, width, height, status, reason,"
-                " updated_at) VALUES(?, ?, 1, 1, NULL, 640, 480, 'ok', NULL, 0)",
-                [
-                    (start + i + 1, f"/photos/{(start + i) // 1000:04d}/img{start + i:07d}.jpg")
-                    for i in range(m)
-                ],
-            )
-            conn.executemany(
-                "INSERT INTO vectors(file_id, model, vec) VALUES(?, ?, ?)",
-                [(start + i + 1, mid, vecs[i].tobytes()) for i in range(m)],
-            )
+            insert_vectors(conn, start + 1, start, vecs, mid)
         store.set_meta(conn, "model", mid)
         store.set_meta(conn, "model_spec", "")
         store.set_meta(conn, "dim", str(dim))
