@@ -238,6 +238,39 @@ def test_formats_carry_metadata(tmp_path):
         assert meta.lat == pytest.approx(-23.5505, abs=1e-4), name
 
 
+def _png_chunks(data: bytes) -> list[bytes]:
+    """A PNG's chunks, each with its length, type and CRC (the signature left out)."""
+    out, at = [], 8
+    while at < len(data):
+        n = int.from_bytes(data[at:at + 4], "big")
+        out.append(data[at:at + 12 + n])
+        at += 12 + n
+    return out
+
+
+def test_png_exif_after_the_pixels_is_read_and_no_exif_costs_no_decode(tmp_path, monkeypatch):
+    from PIL import PngImagePlugin
+
+    p = Planned("x", "2021-01-02T03:04:05", "+01:00", "saopaulo", ("Google", "Pixel 7"))
+    buf = io.BytesIO()
+    Image.new("RGB", (64, 48), (10, 200, 30)).save(buf, "PNG", exif=exif_bytes(p))
+    chunks = _png_chunks(buf.getvalue())
+    exif = [c for c in chunks if c[4:8] == b"eXIf"]
+    rest = [c for c in chunks if c[4:8] != b"eXIf"]
+    assert len(exif) == 1 and rest[-1][4:8] == b"IEND"
+    late = buf.getvalue()[:8] + b"".join(rest[:-1] + exif + rest[-1:])  # eXIf after IDAT
+    assert read_metadata("late.png", data=late, mtime_ns=0).camera == "Google Pixel 7"
+
+    decodes = []
+    real_load = PngImagePlugin.PngImageFile.load
+    monkeypatch.setattr(PngImagePlugin.PngImageFile, "load",
+                        lambda self: decodes.append(1) or real_load(self))
+    plain = io.BytesIO()
+    Image.new("RGB", (64, 48)).save(plain, "PNG")
+    assert read_metadata("plain.png", data=plain.getvalue(), mtime_ns=0).date_source == "mtime"
+    assert decodes == []  # Pillow's getexif would decode the pixels to look past them
+
+
 def test_missing_or_broken_exif_falls_back_to_file_time(tmp_path):
     path = tmp_path / "a.jpg"
     buf = io.BytesIO()

@@ -105,10 +105,18 @@ def _exif_of(data: bytes) -> Image.Exif | None:
         return None
     try:
         with open_image(data) as im:
+            if im.format == "PNG" and "exif" not in im.info and not _png_may_hold_exif(data):
+                return None  # Pillow would decode the whole image to look past its pixels
             exif = im.getexif()
     except Exception:  # noqa: BLE001 - not an image Pillow can open
         return None
     return exif if len(exif) else None
+
+
+def _png_may_hold_exif(data: bytes) -> bool:
+    """Whether a PNG may carry EXIF after its pixel data: an ``eXIf`` chunk or ImageMagick's
+    "Raw profile type exif" text. A byte search, so a false alarm only costs Pillow's decode."""
+    return b"eXIf" in data or b"Raw profile type exif" in data
 
 
 def _tiff_exif(data: bytes) -> Image.Exif | None:
