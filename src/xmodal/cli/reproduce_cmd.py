@@ -213,8 +213,7 @@ def hodosh(
       xmodal reproduce hodosh --part originals --systems bow5 --conditions 224,originals
       --out /tmp/h --report /tmp/h/hodosh.md
     """
-    from xmodal.reproduce.hodosh_report import (plot_recall_curves, report_text,
-                                                write_originals_section)
+    from xmodal.reproduce.hodosh_report import report_text, write_originals_section
     from xmodal.reproduce.output import read_json
 
     if part not in ("main", "originals", "originals-report", "explore", "report"):
@@ -242,7 +241,7 @@ def hodosh(
         explore_run(_names(systems), data, out, _command("hodosh", part=part, systems=systems))
         console.print(f"wrote {out / 'hodosh_exploration.json'}")
     if part == "main":
-        from xmodal.reproduce.hodosh import reproduce
+        from xmodal.reproduce.hodosh import plot_recall_curves, reproduce
 
         cmd = _command("hodosh", systems=systems,
                        singles=None if singles is None else repr(singles), extra=extra)

@@ -11,11 +11,14 @@ KCCA system, its dev selection (every candidate's dev scores and what was chosen
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from xmodal.eval.compare import compare
 from xmodal.eval.metrics import retrieval_metrics
 from xmodal.reproduce.output import log
+from xmodal.reproduce.render import reference_data, saved_figure
 
 DEFAULT_SYSTEMS = [
     "nn", "bow1", "bow5", "tagrank", "tri5", "tri5-landmarks", "tri5sem", "bow5-full",
@@ -183,3 +186,29 @@ def reproduce(systems=None, singles=None, data=None, out=None,
                                   default=float))
     record("hodosh_reproduction", saved, command, out or RESULTS)
     return res
+
+
+def plot_recall_curves(res: dict, path: Path) -> None:
+    """R@K of the gold item for K = 1..100, both tasks, ensembles only (the report's figure,
+    drawn from the per-query ranks that ``hodosh_reproduction.json`` does not keep)."""
+    import matplotlib
+
+    names = reference_data("hodosh")["labels"]["names"]
+    ks = np.arange(1, 101)
+    colours = matplotlib.colormaps["tab20"](np.linspace(0, 1, 20))
+    with saved_figure(path, 1, 2, rect=(0, 0.2, 1, 1), figsize=(10, 5.5),
+                      sharey=True) as (fig, axes):
+        for ax, (d, title) in zip(axes, (("i2t", "Annotation"), ("t2i", "Search"))):
+            shown = [s for s in res["_gold_ranks"][d] if not s.endswith("@single")]
+            for i, s in enumerate(shown):
+                ranks = res["_gold_ranks"][d][s]
+                style = "--" if s.endswith("-full") else ":" if s.endswith("-112") else "-"
+                ax.plot(ks, [100 * np.mean(ranks <= k) for k in ks], style,
+                        color=colours[(2 * i) % 20 if i < 10 else (2 * i + 1) % 20],
+                        label=names[s])
+            ax.set_title(f"{title}: flickr8k-hodosh")
+            ax.set_xlabel("K")
+            ax.grid(alpha=0.3)
+        axes[0].set_ylabel("R@K (%)")
+        handles, labels = axes[0].get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize=8, loc="lower center", ncol=3)
