@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 @pytest.fixture
 def found() -> dict:
-    return {k: copy.deepcopy(stored(name)) for k, name in RESULT_FILES.items()}
+    return {k: copy.deepcopy(stored(f"{name}.json")) for k, name in RESULT_FILES.items()}
 
 
 def _flat(text: str) -> str:

@@ -18,10 +18,9 @@ from xmodal.models.dual import DEFAULT_MODEL_DIR
 from xmodal.recipes.dual_finetune import SHIPPED_STAGE2
 from xmodal.recipes.querybank import QUERYBANK_BETA, SHIPPED_IMAGE_BANK
 from xmodal.reproduce.dual_broader import BROADER, ROUND, mean_r1
-from xmodal.reproduce.output import read_json
 from xmodal.reproduce.render import (Table, and_list, check_claims, fill, gain_span,
-                                     markdown_table, minutes, reference_data, rewrap,
-                                     template_text)
+                                     load_results, markdown_table, minutes, reference_data,
+                                     rewrap, template_text)
 
 SHIPPED = "cc_lite2_mpnet_flip_hn5_ens3"  # the broader variant: stage 1 of the default model
 THIRD_SHIPPED = "cc_lite2_mpnet_ens2"  # shipped from the third round until the fourth
@@ -401,17 +400,15 @@ def report_markdown(res: dict, extra: dict) -> str:
 def write_report(results: Path, report: Path | None) -> None:
     """Rewrite ``dual_encoder_tables.md`` in ``results`` and (unless None) ``report`` from the
     JSON stored in ``results``."""
-    results = Path(results)
-    res = read_json(results / "dual_encoder.json")
-    if not res:
-        raise XmodalError(f"no dual_encoder.json in {results}; run `xmodal reproduce dual`")
-    (results / "dual_encoder_tables.md").write_text(markdown(res))
+    res = load_results(results, ["dual_encoder"], "dual_encoder_tables.md",
+                       "run `xmodal reproduce dual`")["dual_encoder"]
+    (Path(results) / "dual_encoder_tables.md").write_text(markdown(res))
     if report is None:
         return
-    extra = {name: read_json(results / f"{name}.json") for name in EXTRA}
+    extra = load_results(results, EXTRA, "the report",
+                         "`xmodal reproduce dual` and the benchmarks write them")
     have = {v["variant"] for v in res.get("broader", [])}
-    missing = ([f"{name}.json" for name, v in extra.items() if not v]
-               + [f"the test results of {p}" for p in PROTOCOLS if p not in res.get("test", {})]
+    missing = ([f"the test results of {p}" for p in PROTOCOLS if p not in res.get("test", {})]
                + (["the out-of-domain check"] if "ood" not in res else [])
                + [f"the variant {n} (--broader)" for n in NEEDED if n not in have])
     if missing:

@@ -9,23 +9,13 @@ sentences make; :func:`write_report` reads them from a results folder.
 
 from __future__ import annotations
 
-from functools import partial
 from pathlib import Path
 
-from xmodal.errors import XmodalError
 from xmodal.mitl.study import METRICS
-from xmodal.reproduce.output import read_json
-from xmodal.reproduce.render import markdown_table, pct, render_template, span
+from xmodal.reproduce.render import load_results, markdown_table, pct, render_template, span
 
 SOURCES = ("crowd", "expert")
 ROUNDS = {"first": "round 1", "targeted": "round 2 targeted", "deeper": "round 2 deeper"}
-
-
-_pct = partial(pct, missing="-")
-
-
-def _span(values, fmt: str = "{:.0f}") -> str:
-    return span(values, fmt, sep="–")
 
 
 def _kendall_pairs(r: dict):
@@ -66,18 +56,21 @@ def section(r: dict, source: str) -> str:
         "coverage": markdown_table(
             ["annotator", "already positive (dropped)", "candidates", "unique",
              "with a recorded judgment", "coverage", "verified positive", "precision of judged"],
-            [[n, a["already_positive"], a["candidates"], a["unique"], r["coverage"][n]["judged"],
-              _pct(r["coverage"][n]["coverage"]) + "%", r["coverage"][n]["positive"],
-              _pct(r["coverage"][n]["precision"])] for n, a in p["annotators"].items()]),
+            [[n, a["already_positive"], a["candidates"], a["unique"], c["judged"],
+              pct(c["coverage"], missing="-") + "%", c["positive"],
+              pct(c["precision"], missing="-")]
+             for n, a in p["annotators"].items() for c in [r["coverage"][n]]]),
         "overlap": markdown_table(["", *names],
                                   [[a, *(jaccard(a, b) for b in names)] for a in names]),
         "table2": markdown_table(
             ["direction", "precision", "recall", "queries (precision / recall)"],
-            [[d, _pct(x["precision"]), _pct(x["recall"]), f"{x['queries_with_judged_original']} / "
-              f"{x['queries_with_verified_positive']}"] for d, x in r["table2"].items()]),
+            [[d, pct(x["precision"], missing="-"), pct(x["recall"], missing="-"),
+              f"{x['queries_with_judged_original']} / {x['queries_with_verified_positive']}"]
+             for d, x in r["table2"].items()]),
         "table5": {d: markdown_table(["model", *METRICS], [
-            [m, *(f"{_pct(t5['original'][m][d][k])} → {_pct(t5['extended'][m][d][k])}"
-                  for k in METRICS)] for m in r["models"]]) for d in ("i2t", "t2i")},
+            [m, *(f"{pct(t5['original'][m][d][k], missing='-')} → "
+                  f"{pct(t5['extended'][m][d][k], missing='-')}" for k in METRICS)]
+            for m in r["models"]]) for d in ("i2t", "t2i")},
         "kendall": {d: kendall(d) for d in ("i2t", "t2i")},
         "bias": markdown_table(
             ["candidates from", "verified positives", "i2t τ vs all", "i2t max rank shift",
@@ -122,16 +115,17 @@ def markdown(crowd: dict, expert: dict) -> str:
         "crowd": crowd, "expert": expert, "t2": t2, "prec": prec, "lead": lead, "y": y,
         "v": {s: r["aggregate"]["verdicts"] for s, r in both.items()},
         "alpha": {s: r["aggregate"]["agreement"] for s, r in both.items()},
-        "coverage_span": {s: _span([c["coverage"] * 100 for c in r["coverage"].values()])
-                          for s, r in both.items()},
-        "missed": _span([100 - 100 * t2["crowd"][d]["recall"] for d in ("i2t", "t2i")]),
+        "coverage_span": {s: span([c["coverage"] * 100 for c in r["coverage"].values()],
+                                  "{:.0f}", "–") for s, r in both.items()},
+        "missed": span([100 - 100 * t2["crowd"][d]["recall"] for d in ("i2t", "t2i")], "{:.0f}",
+                       "–"),
         "judged_originals": {s: r["aggregate"]["verdicts"]["original"]["positive"]
                              + r["aggregate"]["verdicts"]["original"]["negative"]
                              for s, r in both.items()},
         "lead_r1": [t5[k][lead]["i2t"]["R@1"] for k in ("original", "extended")],
-        "n_models": len(crowd["models"]), "tau_span": _span([t for t, *_ in taus], "{:.2f}"),
-        "share_span": _span(share), "max_shift": max(shift),
-        "bias_tau_span": _span(tau, "{:.2f}"),
+        "n_models": len(crowd["models"]), "tau_span": span([t for t, *_ in taus], "{:.2f}", "–"),
+        "share_span": span(share, "{:.0f}", "–"), "max_shift": max(shift),
+        "bias_tau_span": span(tau, "{:.2f}", "–"),
         "ratio": y["crowd"]["targeted"]["positives_per_100_judgments"]
         / max(y["crowd"]["deeper"]["positives_per_100_judgments"], 1e-9),
         "budget": budget, "budget_pct": 100 * budget / crowd["propose"]["unique_candidates"],
@@ -162,8 +156,6 @@ def markdown(crowd: dict, expert: dict) -> str:
 
 def write_report(results_dir: Path, report: Path) -> None:
     """Write the report from ``mitl_flickr8k_{crowd,expert}.json`` in ``results_dir``."""
-    found = {s: read_json(Path(results_dir) / f"mitl_flickr8k_{s}.json") for s in SOURCES}
-    if not all(found.values()):
-        raise XmodalError(f"no mitl_flickr8k_crowd.json / _expert.json in {results_dir}; run "
-                          "`xmodal reproduce mitl`")
-    Path(report).write_text(markdown(**found))
+    found = load_results(results_dir, [f"mitl_flickr8k_{s}" for s in SOURCES],
+                         "reports/mitl_flickr8k.md", "run `xmodal reproduce mitl`")
+    Path(report).write_text(markdown(*found.values()))

@@ -13,10 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from xmodal.errors import XmodalError
-from xmodal.reproduce.output import machine_text, read_json
-from xmodal.reproduce.render import (markdown_table, md_row, reference_data, render_template,
-                                     saved_figure)
+from xmodal.reproduce.output import machine_text
+from xmodal.reproduce.render import (load_results, markdown_table, md_row, records_table,
+                                     reference_data, render_template, saved_figure)
 
 # the papers' Corel5K rows (Table 1 of each; sources in data/relevance_models.json)
 PAPER_CMRM, PAPER_CRM = ({k: v for k, v in row.items() if k != "source"}
@@ -30,9 +29,11 @@ NAMES = {"cm": "CMRM (tuned)", "crm": "CRM on blob embeddings (tuned)",
          "crm_wide": "CRM on blob embeddings + temperature + word-prior normalisation (best CV F1, "
                      "pre-registered)"}
 LENGTHS = ("1", "2", "3", "4", "all")
-RESULT_FILES = {"results": "relevance_models.json", "nested": "corel_nested_cv.json",
-                "dev": "flickr_crm_temperature_dev.json",
-                "hist": "relevance_models_historical.json"}
+RESULT_FILES = {"results": "relevance_models", "nested": "corel_nested_cv",
+                "dev": "flickr_crm_temperature_dev", "hist": "relevance_models_historical"}
+# the columns of the Corel5K tables that score a setting
+SCORES = {"#words R>0": "{n_words_recall_gt0}", "mean R": "{mean_R:.3f}",
+          "mean P": "{mean_P:.3f}"}
 
 
 def _f(x) -> str:
@@ -41,14 +42,6 @@ def _f(x) -> str:
 
 def _reaches(a: dict, row: dict) -> bool:
     return all(a[k] >= v for k, v in row.items())
-
-
-def _table(header: str, rows) -> str:
-    return markdown_table(header.split(" | "), rows)
-
-
-def _rows(rows) -> str:
-    return "\n".join(map(md_row, rows))
 
 
 def markdown(results: dict, nested: dict, dev: dict, hist: dict) -> str:
@@ -80,32 +73,30 @@ def markdown(results: dict, nested: dict, dev: dict, hist: dict) -> str:
         "wide_nested": summ[wide_key], "crm_nested": crm_sum, "early": early[0],
         "best_name": ranked[0], "best": flm[ranked[0]]["annotation"],
         "seconds": f"{min(secs):.1f}-{max(secs):.1f}",
-        "corel_annotation": _rows([[n, m["annotation"]["n_words_recall_gt0"],
-                                    *(_f(m["annotation"][k]) for k in keys)]
-                                   for n, m in models.items()]),
-        "cmrm_checks": _table(
-            "alpha | beta | \\|J\\| | background \\|T\\| | #words R>0 | mean R | mean P "
-            "| ties at 5th | #words predicted | mean P over predicted words",
-            [[r["alpha"], r["beta"], r["|J|"], r["|T|"], r["n_words_recall_gt0"],
-              f"{r['mean_R']:.3f}", f"{r['mean_P']:.3f}", r["ties_at_5th"],
-              r["n_words_predicted"], f"{r['mean_P_predicted_words_only']:.3f}"]
-             for r in corel["cmrm_checks"]]),
-        "posterior_checks": _table(
-            "t | g | effective #training images (median exp entropy) | mass of the top 10 "
-            "(median) | #words predicted | #words R>0 | mean R | mean P",
-            [[r["temperature"], r["prior_power"], f"{r['effective_n_train']:.1f}",
-              f"{r['top10_mass']:.3f}", r["n_words_predicted"], r["n_words_recall_gt0"],
-              f"{r['mean_R']:.3f}", f"{r['mean_P']:.3f}"]
-             for r in corel["cmrm_posterior_checks"]]),
+        "corel_annotation": "\n".join(md_row([n, m["annotation"]["n_words_recall_gt0"],
+                                              *(_f(m["annotation"][k]) for k in keys)])
+                                       for n, m in models.items()),
+        "cmrm_checks": records_table({
+            "alpha": "{alpha}", "beta": "{beta}", "\\|J\\|": "{|J|}",
+            "background \\|T\\|": "{|T|}", **SCORES, "ties at 5th": "{ties_at_5th}",
+            "#words predicted": "{n_words_predicted}",
+            "mean P over predicted words": "{mean_P_predicted_words_only:.3f}"},
+            corel["cmrm_checks"]),
+        "posterior_checks": records_table({
+            "t": "{temperature}", "g": "{prior_power}",
+            "effective #training images (median exp entropy)": "{effective_n_train:.1f}",
+            "mass of the top 10 (median)": "{top10_mass:.3f}",
+            "#words predicted": "{n_words_predicted}", **SCORES}, corel["cmrm_posterior_checks"]),
         "n_cv_settings": len(corel["selection"]["cmrm_cv"]), "selected": corel["selected_cmrm_cv"],
         "nested": nested, "nested_min": nested["elapsed_s"] / 60, "n_folds": n_folds,
-        "nested_table": _table(
-            "Model (rule applied inside each outer fold) | folds meeting the paper's CMRM row "
-            "| #words R>0 (mean, min) | mean R (mean, min) | mean P (mean, min)",
-            [[n, f"{v['meets_paper_row']} / {v['folds']}",
-              f"{v['n_words_recall_gt0_mean']:.1f}, {v['n_words_recall_gt0_min']:.0f}",
-              f"{v['mean_R_mean']:.3f}, {v['mean_R_min']:.3f}",
-              f"{v['mean_P_mean']:.3f}, {v['mean_P_min']:.3f}"] for n, v in summ.items()]),
+        "nested_table": records_table({
+            "Model (rule applied inside each outer fold)": "{model}",
+            "folds meeting the paper's CMRM row": "{meets_paper_row} / {folds}",
+            "#words R>0 (mean, min)":
+                "{n_words_recall_gt0_mean:.1f}, {n_words_recall_gt0_min:.0f}",
+            "mean R (mean, min)": "{mean_R_mean:.3f}, {mean_R_min:.3f}",
+            "mean P (mean, min)": "{mean_P_mean:.3f}, {mean_P_min:.3f}"},
+            ({"model": n, **v} for n, v in summ.items())),
         "early_P": np.mean([v["mean_P_mean"] for v in early]),
         "early_P_span": f"{min(p_early):.3f}-{max(p_early):.3f}",
         "early_meets": " and ".join(str(v["meets_paper_row"]) for v in early),
@@ -118,32 +109,31 @@ def markdown(results: dict, nested: dict, dev: dict, hist: dict) -> str:
         "crm_per_fold": "; ".join(
             "beta {beta}, mu {mu}, t {temperature}, g {prior_power}".format(
                 **f["results"][crm_key]["params"]) for f in crm_nested["folds"]),
-        "top_cv": _table(
-            "t | alpha | beta | g | #words R>0 | mean R | mean P | mean F1",
-            [[r["temperature"], r["alpha"], r["beta"], r["prior_power"], r["n_words_recall_gt0"],
-              f"{r['mean_R']:.3f}", f"{r['mean_P']:.3f}", f"{r['mean_F1']:.3f}"]
-             for r in sorted(corel["selection"]["cmrm_cv"], key=lambda r: -r["mean_F1"])[:8]]),
+        "top_cv": records_table(
+            {"t": "{temperature}", "alpha": "{alpha}", "beta": "{beta}", "g": "{prior_power}",
+             **SCORES, "mean F1": "{mean_F1:.3f}"},
+            sorted(corel["selection"]["cmrm_cv"], key=lambda r: -r["mean_F1"])[:8]),
         "queries_here": " | ".join(f"{first[k]['n_queries']} ({first[k]['n_relevant']})"
                                    for k in LENGTHS),
-        "corel_retrieval": _rows([[n, *(f"{m['retrieval'][k]['P@5']:.3f} / "
-                                        f"{m['retrieval'][k]['MAP']:.3f}" for k in LENGTHS)]
-                                  for n, m in with_ret.items()]),
+        "corel_retrieval": "\n".join(
+            md_row([n, *(f"{m['retrieval'][k]['P@5']:.3f} / {m['retrieval'][k]['MAP']:.3f}"
+                         for k in LENGTHS)]) for n, m in with_ret.items()),
         "corel_seconds": ", ".join(f"{n}: {m['seconds']['retrieval_all_queries']:.2f} s"
                                    for n, m in with_ret.items()),
         "corel_params": "; ".join(f"{n}: {m['params']}" for n, m in models.items()),
         "corel": corel, "flickr": fl,
-        "flickr_annotation": _table(
-            "Model | #words recall>0 | mean R | mean P | mean F1 | mean R (49 best) | mean P "
-            "(49 best) | MAP 1-word | MAP 2-word",
+        "flickr_annotation": markdown_table(
+            ["Model", "#words recall>0", "mean R", "mean P", "mean F1", "mean R (49 best)",
+             "mean P (49 best)", "MAP 1-word", "MAP 2-word"],
             [[n, f"{m['annotation']['n_words_recall_gt0']} / {m['annotation']['n_words']}",
               *(_f(m["annotation"][k]) for k in keys),
               *(_f(m.get("retrieval", {}).get(k, {}).get("MAP", "")) for k in ("1", "2"))]
              for n, m in flm.items()]),
         "flickr_queries": ", ".join(f"{flickr_ret[k]['n_queries']} {k}-word" for k in ("1", "2")),
-        "neural_selection": _table(
-            "L2 | word-prior power | mean P | mean R | mean F1 | #words recall>0",
-            [[f"{r['l2']:g}", f"{r['prior_power']:g}", f"{r['mean_P']:.3f}", f"{r['mean_R']:.3f}",
-              f"{r['mean_F1']:.3f}", r["n_words_recall_gt0"]] for r in fl["selection"]["neural"]]),
+        "neural_selection": records_table({
+            "L2": "{l2:g}", "word-prior power": "{prior_power:g}", "mean P": "{mean_P:.3f}",
+            "mean R": "{mean_R:.3f}", "mean F1": "{mean_F1:.3f}",
+            "#words recall>0": "{n_words_recall_gt0}"}, fl["selection"]["neural"]),
         "flickr_params": "; ".join(f"{n}: {m['params']}" for n, m in flm.items()),
         "top_words": "\n".join(f"- {n}: " + ", ".join(f"{w} {r:.2f}/{p:.2f}"
                                                       for w, r, p in m["top_words_by_recall"])
@@ -185,12 +175,10 @@ def markdown(results: dict, nested: dict, dev: dict, hist: dict) -> str:
 def write_report(results_dir: Path, report: Path, figure: Path | None = None) -> None:
     """Write the report (and, unless ``figure`` is None, the Corel5K figure) from the JSON files
     in ``results_dir``."""
-    found = {k: read_json(Path(results_dir) / name) for k, name in RESULT_FILES.items()}
-    missing = [RESULT_FILES[k] for k, v in found.items() if not v]
-    if missing:
-        raise XmodalError(f"the relevance report needs {', '.join(missing)} in {results_dir}: "
-                          "run the parts of `xmodal reproduce corel5k` that write them (the "
-                          "historical file is written by none: copy the repository's)")
+    found = load_results(results_dir, RESULT_FILES.values(), "the relevance report",
+                         "run the parts of `xmodal reproduce corel5k` that write them (the "
+                         "historical file is written by none: copy the repository's)")
+    found = {k: found[name] for k, name in RESULT_FILES.items()}
     if figure is not None:
         plot_corel(found["results"]["corel"], found["nested"], figure)
     report.parent.mkdir(parents=True, exist_ok=True)

@@ -16,13 +16,14 @@ import math
 import re
 import string
 import textwrap
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
 
 from xmodal.errors import XmodalError
 from xmodal.eval.compare import stars
+from xmodal.reproduce.output import read_json
 
 TEMPLATES = "templates"
 
@@ -48,6 +49,21 @@ def template_text(name: str) -> str:
 def reference_data(name: str) -> dict:
     """``data/<name>.json`` shipped with the package: a report's fixed reference numbers."""
     return json.loads(files("xmodal.reproduce").joinpath("data", f"{name}.json").read_text("utf-8"))
+
+
+def load_results(folder: Path, names: Iterable[str], report: str, how: str,
+                 also: Path | None = None) -> dict[str, dict]:
+    """The results ``names`` (``folder/<name>.json``, else ``also/<name>.json``), by name; those
+    missing raise one error: "``report`` needs a.json and b.json, not in ``folder``; ``how``"."""
+    def read(name: str) -> dict:
+        return read_json(Path(folder) / f"{name}.json") or (
+            read_json(Path(also) / f"{name}.json") if also else {})
+
+    found = {name: read(name) for name in names}
+    missing = [f"{name}.json" for name, v in found.items() if not v]
+    if missing:
+        raise XmodalError(f"{report} needs {and_list(missing)}, not in {folder}; {how}")
+    return found
 
 
 def check_claims(name: str, claims: Mapping[str, bool]) -> None:
@@ -152,6 +168,13 @@ def md_row(cells: Sequence[object]) -> str:
 def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A Markdown table: header, ``|---|`` rule, one line per row."""
     return "\n".join([md_row(header), "|" + "---|" * len(header), *(md_row(r) for r in rows)])
+
+
+def records_table(columns: Mapping[str, str], records: Iterable) -> str:
+    """A Markdown table of a row per record: ``columns`` maps each title to its cells' template,
+    whose fields are paths into the record (:class:`Fields`): ``{"mean R": "{mean_R:.3f}"}``."""
+    return markdown_table(list(columns), [[fill(cell, r) for cell in columns.values()]
+                                          for r in records])
 
 
 class Table:

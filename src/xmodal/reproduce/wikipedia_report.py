@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from xmodal.errors import XmodalError
-from xmodal.reproduce.output import machine_text, read_json
-from xmodal.reproduce.render import (and_list, markdown_table, reference_data, render_template,
-                                     rewrap, saved_figure, span)
+from xmodal.reproduce.output import machine_text
+from xmodal.reproduce.render import (and_list, load_results, markdown_table, reference_data,
+                                     render_template, rewrap, saved_figure, span)
 
 # Rasiwasia et al. (2010): MAP (image query, text query) of Tables 3 and 4, and their setup;
 # data/wikipedia.json says where each number comes from.
@@ -556,18 +556,14 @@ def _ksmqe(res: dict) -> tuple[dict, dict]:
 def write_report(results: Path, report: Path | None) -> None:
     """Rewrite ``wikipedia_tables.md`` in ``results`` and (unless None) ``report`` from the
     JSON stored in ``results``."""
-    res = read_json(Path(results) / "wikipedia_reproduction.json")
-    if not res:
-        raise XmodalError(f"no wikipedia_reproduction.json in {results}; run "
-                          "`xmodal reproduce wikipedia`")
+    res = load_results(results, ["wikipedia_reproduction"], "wikipedia_tables.md",
+                       "run `xmodal reproduce wikipedia`")["wikipedia_reproduction"]
     (Path(results) / "wikipedia_tables.md").write_text(tables(res))
     if report is None:
         return
     if "cv" not in res["selection"]:
         raise XmodalError("the stored run has no cross-validation (--skip-cv), which the report "
                           "needs; run `xmodal reproduce wikipedia`")
-    eval_res = read_json(Path(results) / "wikipedia_eval.json")
-    if not eval_res:
-        raise XmodalError(f"no wikipedia_eval.json in {results}, whose timings the report "
-                          "needs; run `python -m benchmarks.wikipedia_eval`")
+    eval_res = load_results(results, ["wikipedia_eval"], "the report's timings",
+                            "run `python -m benchmarks.wikipedia_eval`")["wikipedia_eval"]
     Path(report).write_text(markdown(res, eval_res))
