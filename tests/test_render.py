@@ -4,9 +4,9 @@ are filled from named values, tables and number helpers print what the reports p
 import pytest
 
 from xmodal.errors import XmodalError
-from xmodal.reproduce.render import (ClaimFailed, Table, and_list, check_claims, fill, gain_span,
-                                     markdown_table, minutes, pct, render_template, saved_figure,
-                                     span, wrap)
+from xmodal.reproduce.render import (ClaimFailed, and_list, check_claims, fill, gain_span,
+                                     load_results, markdown_table, minutes, pct, records_table,
+                                     render_template, saved_figure, span, wrap)
 
 
 def test_a_claim_that_flips_stops_the_rendering_and_names_itself():
@@ -53,16 +53,26 @@ def test_wrap_keeps_list_markers_off_the_start_of_a_line():
     assert " ".join(line.strip() for line in lines).replace("* ", "", 1) == " ".join(text.split())
 
 
-def test_markdown_table_and_table_with_percentages_ranks_and_marks():
+def test_markdown_table_and_a_table_of_records():
     assert markdown_table(["a", "b"], [[1, "x"]]) == "| a | b |\n|---|---|\n| 1 | x |"
-    t = Table([("i2t", "R@1"), ("i2t", "medR")], ["i2t R@1", "medR"])
-    t.add("lite0", {("i2t", "R@1"): 0.2534, ("i2t", "medR"): 4.0})
-    t.add("lite2", {("i2t", "R@1"): 0.31}, p_values={("i2t", "R@1"): 0.004})
-    assert t.markdown().split("\n") == ["| model | i2t R@1 | medR |", "|---|---|---|",
-                                        "| lite0 | 25.3 | 4 |", "| lite2 | 31.0*** | – |"]
-    raw = Table(["AP"], digits=3, percent=False, label="System").add("full", {"AP": 0.41234},
-                                                                     marks={"AP": "†"})
-    assert raw.markdown() == "| System | AP |\n|---|---|\n| full | 0.412† |"
+    records = [{"name": "lite0", "dev": {"R@1": 0.2534}, "medR": 4.0, "|J|": 7},
+               {"name": "lite2", "dev": {"R@1": 0.31}, "medR": 3.0, "|J|": None}]
+    table = records_table({"model": "{name}", "dev R@1": "{dev.R@1!p:.1f}%",
+                           "medR / \\|J\\|": "{medR:g} / {|J|}"}, records)
+    assert table.split("\n") == ["| model | dev R@1 | medR / \\|J\\| |", "|---|---|---|",
+                                  "| lite0 | 25.3% | 4 / 7 |", "| lite2 | 31.0% | 3 / None |"]
+    with pytest.raises(XmodalError, match="'dev' is missing"):
+        records_table({"R@1": "{dev.R@1}"}, [{"R@1": 0.3}])
+
+
+def test_load_results_reads_each_file_and_names_every_missing_one(tmp_path):
+    (tmp_path / "a.json").write_text('{"x": 1}')
+    (tmp_path / "also").mkdir()
+    (tmp_path / "also" / "b.json").write_text('{"y": 2}')
+    assert load_results(tmp_path, ["a", "b"], "r.md", "run it", also=tmp_path / "also") == {
+        "a": {"x": 1}, "b": {"y": 2}}
+    with pytest.raises(XmodalError, match=r"^r.md needs b.json and c.json, not in .*; run it$"):
+        load_results(tmp_path, ["a", "b", "c"], "r.md", "run it")
 
 
 def test_fields_are_paths_into_dicts_lists_and_attributes():

@@ -18,9 +18,9 @@ from xmodal.models.dual import DEFAULT_MODEL_DIR
 from xmodal.recipes.dual_finetune import SHIPPED_STAGE2
 from xmodal.recipes.querybank import QUERYBANK_BETA, SHIPPED_IMAGE_BANK
 from xmodal.reproduce.dual_broader import BROADER, ROUND, mean_r1
-from xmodal.reproduce.render import (Table, and_list, check_claims, fill, gain_span,
-                                     load_results, markdown_table, minutes, reference_data,
-                                     rewrap, template_text)
+from xmodal.reproduce.render import (and_list, check_claims, fill, gain_span, load_results,
+                                     markdown_table, minutes, pct, reference_data, rewrap,
+                                     template_text)
 
 SHIPPED = "cc_lite2_mpnet_flip_hn5_ens3"  # the broader variant: stage 1 of the default model
 THIRD_SHIPPED = "cc_lite2_mpnet_ens2"  # shipped from the third round until the fourth
@@ -42,6 +42,7 @@ FIRST_ROUND = {"base": "base", "lit": "lit", "bridgein": "v2", "maps": "maps",
 FIRST_TEST_W = {"base": 0.2}
 GOAL_I2T, GOAL_T2I = _DATA["goal"]["i2t"], _DATA["goal"]["t2i"]  # issue 17
 R1 = ("i2t_R@1", "t2i_R@1")
+DIRECTIONS = ("i2t", "t2i")
 NEEDED = ("f8k", "cc", "cc_lite2", "cc_mpnet", "cc_lite2_mpnet", "cc_lite2_mpnet_h1024",
           THIRD_SHIPPED, SHIPPED)
 PROTOCOLS = ("flickr8k-5cap", "flickr8k-hodosh", "flickr8k-hodosh-crowd", "cc-heldout")
@@ -53,13 +54,13 @@ def test_table(protocol: str, rows: dict) -> str:
     crowd = protocol.endswith("crowd")
     keys = ("R@1", "R@5", "R@10", "R-P", "mAP@R") if crowd else ("R@1", "R@5", "R@10", "medR")
     names = [k.replace("R@", "S@") if crowd else k for k in keys]
-    table = Table([(d, k) for d in ("i2t", "t2i") for k in keys],
-                  [f"{d} {n}" if i == 0 else n for d in ("i2t", "t2i")
-                   for i, n in enumerate(names)])
-    for model, dirs in rows.items():
-        table.add(LABELS.get(model, model), {(d, k): dirs[d][k] for d in dirs for k in keys})
+    table = markdown_table(
+        ["model", *(f"{d} {n}" if i == 0 else n for d in DIRECTIONS for i, n in enumerate(names))],
+        [[LABELS.get(model, model), *(f"{dirs[d][k]:g}" if k == "medR" else pct(dirs[d][k])
+                                      for d in DIRECTIONS for k in keys)]
+         for model, dirs in rows.items()])
     note = "percentages" if crowd else "percentages; medR is a rank"
-    return f"`{protocol}` ({note}):\n\n{table.markdown()}\n"
+    return f"`{protocol}` ({note}):\n\n{table}\n"
 
 
 def ood_table(spec: str, queries: dict, r: dict) -> str:
@@ -319,7 +320,7 @@ def claims(res: dict, extra: dict, values: dict) -> dict[str, bool]:
     ``values``: the report's values (:func:`derived` among them)."""
     test, v, score = res["test"], values["variant"], values["score"]
     five, qb5 = test["flickr8k-5cap"]["dual"], test["flickr8k-5cap"]["dual-qb"]
-    r1 = {name: [round(100 * d[k]["R@1"], 1) for k in ("i2t", "t2i")]
+    r1 = {name: [round(100 * d[k]["R@1"], 1) for k in DIRECTIONS]
           for name, d in (("dual", five), ("dual-qb", qb5),
                           ("train_cli", res["train_cli"]["test"]["flickr8k-5cap"]))}
     ood = res["ood"]["results"]["dual"]

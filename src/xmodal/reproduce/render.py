@@ -1,14 +1,13 @@
-"""The one rendering layer of the generated reports: Markdown templates filled from named values
-after their claims are checked, a table of rows x metrics, and the small helpers of the prose
-(percentages, ranges, lists in words, wrapped paragraphs); and a frame that saves a figure.
+"""The one rendering layer of the generated reports: the results JSON they read, Markdown
+templates filled from named values after their claims are checked, tables, the small helpers of
+the prose (percentages, ranges, lists in words, wrapped paragraphs) and a frame for figures.
 
 A report is ``render_template(name, values, claims)``: ``templates/<name>.md`` holds the words,
 ``values`` the numbers computed from the results JSON, and ``claims`` the conclusions the words
-state (``{"lite2_beats_lite0": r["lite2"] > r["lite0"]}``). When a claim no longer holds for the
-results being rendered, rendering stops with :class:`ClaimFailed`, and a person rewrites the
-sentence; the code never picks the verb.
+state (``{"lite2_beats_lite0": r["lite2"] > r["lite0"]}``). When a claim no longer holds,
+rendering stops with :class:`ClaimFailed`, and a person rewrites the sentence; the code never
+picks the verb.
 """
-
 from __future__ import annotations
 
 import json
@@ -16,13 +15,12 @@ import math
 import re
 import string
 import textwrap
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from importlib.resources import files
 from pathlib import Path
 
 from xmodal.errors import XmodalError
-from xmodal.eval.compare import stars
 from xmodal.reproduce.output import read_json
 
 TEMPLATES = "templates"
@@ -175,48 +173,6 @@ def records_table(columns: Mapping[str, str], records: Iterable) -> str:
     whose fields are paths into the record (:class:`Fields`): ``{"mean R": "{mean_R:.3f}"}``."""
     return markdown_table(list(columns), [[fill(cell, r) for cell in columns.values()]
                                           for r in records])
-
-
-class Table:
-    """Rows x metrics as a Markdown table.
-
-    ``metrics`` are the keys of each row's values (strings, or tuples such as ``("i2t", "R@1")``
-    whose last part names the metric); ``names`` the column titles (default: the keys). Values
-    are fractions printed as percentages with ``digits`` decimals, except the metrics in ``raw``
-    (ranks), printed as numbers; None prints ``missing``. A row may carry significance marks per
-    metric, given as marks or as p-values (``*`` / ``**`` / ``***``:
-    :func:`xmodal.eval.compare.stars`).
-    """
-
-    def __init__(self, metrics: Sequence, names: Sequence[str] | None = None,
-                 label: str = "model", digits: int = 1, percent: bool = True,
-                 raw: Collection[str] = ("medR",), missing: str = "–"):
-        self.metrics, self.names = list(metrics), list(names or map(str, metrics))
-        self.label, self.digits, self.percent = label, digits, percent
-        self.raw, self.missing = raw, missing
-        self.rows: list[list[str]] = []
-
-    def cell(self, metric, value: float | None) -> str:
-        """One value as the table prints it."""
-        name = metric[-1] if isinstance(metric, tuple) else metric
-        if value is None:
-            return self.missing
-        if name in self.raw:
-            return f"{value:g}"
-        return pct(value, self.digits) if self.percent else f"{value:.{self.digits}f}"
-
-    def add(self, label: str, values: Mapping, marks: Mapping[object, str] | None = None,
-            p_values: Mapping[object, float | None] | None = None) -> Table:
-        """Append a row; returns the table."""
-        marks = dict(marks or {})
-        for m, p in (p_values or {}).items():
-            marks[m] = marks.get(m, "") + stars(p)
-        self.rows.append([label] + [self.cell(m, values.get(m)) + marks.get(m, "")
-                                    for m in self.metrics])
-        return self
-
-    def markdown(self) -> str:
-        return markdown_table([self.label, *self.names], self.rows)
 
 
 def rewrap(text: str) -> str:
