@@ -174,10 +174,6 @@ def _sm_sweep(res: dict) -> str:
                            for C, v in res["sm_C_sweep"].items()])
 
 
-def _paper_t4(p) -> str:
-    return f"{_pair(p)} / {_avg(p):.3f}" if p else "-"
-
-
 def _table3(res: dict, distance=lambda d: d) -> str:
     """Table 3 with the distances named by ``distance``."""
     return markdown_table(
@@ -194,44 +190,37 @@ def _table5(res: dict) -> str:
 
 def tables(res: dict) -> str:
     """``wikipedia_tables.md``: Tables 3-5, per-category MAP and the SM C sweep."""
-    t4, sig = res["table4"], res["significance_vs_scm"]
-    t4_rows = [[LABEL[n], f"{t4[n]['i2t']:.3f}", f"{t4[n]['t2i']:.3f}", f"{t4[n]['avg']:.3f}",
-                _paper_t4(PAPER["table4"].get(n)),
-                _slash((sig[n][k] for k in ("i2t", "t2i", "both")), "{:.4f}") if n in sig else "-"]
-               for n in MODELS]
-    parts = ["### Table 3: MAP per distance (test set)", _table3(res),
-             "### Table 4: MAP with NC (KSM, KSM-QE: their own score, `dot`)",
-             markdown_table(["Model", "Image query", "Text query", "Average",
-                             "Paper (image / text / avg)", "p vs SCM (image / text / both)"],
-                            t4_rows),
-             "### Table 5: image-to-image retrieval (query left out of the "
-             f"{PAPER['test_docs']} test images)", _table5(res),
-             "### Per-category MAP (image query / text query)", _per_category(res),
-             "### SM: logistic-regression C against the paper (diagnostic, test set; both "
-             "modalities share C)", _sm_sweep(res)]
-    return "\n\n".join(parts) + "\n"
+    return render_template("wikipedia_tables", {
+        "table3": _table3(res), "table4": _table4(res, in_report=False), "table5": _table5(res),
+        "per_category": _per_category(res), "sm_sweep": _sm_sweep(res),
+        "test_docs": PAPER["test_docs"]})
 
 
-def _table4(res: dict) -> str:
-    """Table 4 of the report, KSM-QE in bold, and the paper-setting rows (bold: matched)."""
+def _table4(res: dict, in_report: bool = True) -> str:
+    """Table 4; in the report with KSM-QE in bold, the gap to the paper and the paper-setting
+    rows (bold: matched), in the tables file with every p-value to four decimals."""
     t4, sig, ps = res["table4"], res["significance_vs_scm"], res["paper_setting"]
     label = {**LABEL, "ksm-qe": "**KSM-QE (ours, pre-registered; see its section)**"}
+    p_text = _p if in_report else "{:.4f}".format
 
-    def row(name: str, v, p, st: str, bold: bool) -> list[str]:
+    def row(name: str, v, p, st: str, bold: bool = False) -> list[str]:
         cells = [f"{x:.3f}" for x in (v[0], v[1], _avg(v))]
-        d = f"{_delta(v[0] - p[0])} / {_delta(v[1] - p[1])}" if p else "-"
-        return [name, *(f"**{c}**" if bold else c for c in cells), _paper_t4(p), d, st]
+        paper = f"{_pair(p)} / {_avg(p):.3f}" if p else "-"
+        gap = f"{_delta(v[0] - p[0])} / {_delta(v[1] - p[1])}" if p else "-"
+        return [name, *(f"**{c}**" if bold else c for c in cells), paper,
+                *([gap] if in_report else []), st]
 
-    ridge = _num(ps["cca_reg"])
-    rows = [row(label[n], (t4[n]["i2t"], t4[n]["t2i"]), PAPER["table4"].get(n),
-                " / ".join(_p(sig[n][k]) for k in ("i2t", "t2i", "both")) if n in sig else "-",
-                n == "ksm-qe") for n in MODELS]
-    rows += [row(f"*paper setting:* CM, CCA ridge {ridge}", ps["cm_nc"], PAPER["table4"]["cm"],
-                 "", False),
-             row(f"*paper setting:* SCM, CCA ridge {ridge}, C {ps['scm_C']:g}", ps["scm"]["nc"],
-                 PAPER["table4"]["scm"], "", True)]
+    rows = [row(label[n] if in_report else LABEL[n], (t4[n]["i2t"], t4[n]["t2i"]),
+                PAPER["table4"].get(n),
+                " / ".join(p_text(sig[n][k]) for k in ("i2t", "t2i", "both")) if n in sig else "-",
+                in_report and n == "ksm-qe") for n in MODELS]
+    ridge = f"CCA ridge {_num(ps['cca_reg'])}"
+    if in_report:
+        rows += [row(f"*paper setting:* CM, {ridge}", ps["cm_nc"], PAPER["table4"]["cm"], ""),
+                 row(f"*paper setting:* SCM, {ridge}, C {ps['scm_C']:g}", ps["scm"]["nc"],
+                     PAPER["table4"]["scm"], "", True)]
     return markdown_table(["Model", "Image query", "Text query", "Average",
-                           "Paper (image / text / avg)", "Δ vs paper",
+                           "Paper (image / text / avg)", *(["Δ vs paper"] if in_report else []),
                            "p vs SCM (image / text / both)"], rows)
 
 
