@@ -1,11 +1,7 @@
-"""``reports/dual_encoder.md`` and ``benchmarks/results/dual_encoder_tables.md``, rendered from
-the stored results (nothing recomputed, nothing imported from :mod:`xmodal.reproduce.dual`).
-
-The words are in ``templates/dual_encoder.md`` and ``templates/dual_encoder_tables.md``; their
-fields are paths into the results (``{res.test.cc-heldout.dual.t2i.R@10!p:.1f}``,
-``{variant.f8k.w}``, ``{query_latency.results.mpnet.median_ms}``) or the numbers derived here
-(:func:`derived`). Every conclusion the words state is a claim (:func:`claims`): when a rerun
-contradicts one, rendering stops and names it, and a person rewrites the sentence.
+"""``reports/dual_encoder.md`` and ``benchmarks/results/dual_encoder_tables.md`` from the stored
+results: ``templates/dual_encoder*.md`` filled with paths into the results
+(``{res.test.cc-heldout.dual.t2i.R@10!p:.1f}``) and the numbers :func:`derived` here, once the
+conclusions they state (:func:`claims`) are checked. Nothing is recomputed.
 """
 
 from __future__ import annotations
@@ -214,8 +210,15 @@ def derived(res: dict, extra: dict) -> dict:
     }
 
 
-def _pair_of(d: dict, digits: int = 1) -> str:
-    return f"{d['i2t_R@1']:.{digits}f} / {d['t2i_R@1']:.{digits}f}"
+def _pair_of(d) -> str:
+    """R@1 "i2t / t2i" as the tables print it, of a dev or test line or an (i2t, t2i) list."""
+    i2t, t2i = (d["i2t_R@1"], d["t2i_R@1"]) if isinstance(d, dict) else d
+    return f"{i2t:.1f} / {t2i:.1f}"
+
+
+def _epochs(e) -> str:
+    """Best epochs as the tables print them: "31, 40" (a list) or as they are."""
+    return ", ".join(map(str, e)) if isinstance(e, list) else e
 
 
 def _dev_cells(v: dict) -> list[str]:
@@ -235,10 +238,7 @@ def _broader_order(v: dict) -> int:
 
 def list_tables(res: dict) -> dict[str, str]:
     """The tables with one row per line of a list in the results (a rerun may add rows)."""
-    def epochs(e):
-        return ", ".join(map(str, e)) if isinstance(e, list) else e
-
-    broader = {n: [[v["variant"], "yes" if v["cc"] else "no", epochs(v["best_epoch"]), v["w"],
+    broader = {n: [[v["variant"], "yes" if v["cc"] else "no", _epochs(v["best_epoch"]), v["w"],
                     f"{v['fit_s']:.0f}", *_dev_cells(v)]
                    for v in sorted(res["broader"], key=_broader_order)
                    if ROUND.get(v["variant"], 4) == n] for n in (3, 4)}
@@ -254,7 +254,7 @@ def list_tables(res: dict) -> dict[str, str]:
              _pair_of(v["test"])] for v in res["variants"]]),
         "ensembles": markdown_table(["variant", "w", "member best epochs", "fit (s)", "dev R@1",
                                      "mean", "averaged dev R@1", "averaged mean"], [
-            [v["variant"], v["w"], epochs(v["best_epochs"]), v["fit_s"], _pair_of(v["dev"]),
+            [v["variant"], v["w"], _epochs(v["best_epochs"]), v["fit_s"], _pair_of(v["dev"]),
              f"{v['dev_mean_r1']:.2f}", *([_pair_of(v["dev_averaged"]),
                                            f"{v['dev_averaged_mean_r1']:.2f}"]
                                           if "dev_averaged" in v else ["-", "-"])]
@@ -292,25 +292,24 @@ def _same_as_history(res: dict, history: dict) -> dict[str, bool]:
     """Whether the reruns of issue 3's rounds (``--variants``, ``--ensembles``) print as the
     historical runs did."""
     first = {(v["variant"], v["w"]): v for v in res["variants"]}
-    old = history["first_round"]
-    rounds = {
-        n: first[n, 0.0]["best_epoch"] == old[k]["best_epoch"]
-        and _pair_of(first[n, 0.0]["dev"]) == "{:.1f} / {:.1f}".format(*old[k]["dev_w0"])
-        and _pair_of(first[n, 0.1]["dev"]) == "{:.1f} / {:.1f}".format(*old[k]["dev_w01"])
-        and _pair_of(first[n, FIRST_TEST_W.get(n, 0.1)]["test"])
-        == "{:.1f} / {:.1f}".format(*old[k]["test_w01"]) for n, k in FIRST_ROUND.items()}
-    sweep = all(_pair_of(first["drop4ep60", float(w)]["dev"]) == "{:.1f} / {:.1f}".format(*p)
-                for w, p in history["bridge_weight"].items())
     ens = {(v["variant"], v["w"]): v for v in res["ensembles"]}
-    second = {n: ", ".join(map(str, ens[n, 0.0]["best_epochs"])) == ", ".join(
-                  map(str, h["best_epochs"]))
-              and _pair_of(ens[n, 0.0]["dev"]) == "{:.1f} / {:.1f}".format(*h["dev_w0"])
-              and _pair_of(ens[n, 0.1]["dev"]) == "{:.1f} / {:.1f}".format(*h["dev_w01"])
-              and f"{max(v['dev_mean_r1'] for (m, _), v in ens.items() if m == n):.2f}"
-              == f"{h['best_mean']:.2f}" for n, h in history["second_round"].items()}
-    return {"first": all(rounds.values()) and sweep, "second": all(second.values()),
-            "f8k": _pair_of(next(v for v in res["broader"] if v["variant"] == "f8k")["dev"]["dev"])
-            == "{:.1f} / {:.1f}".format(*old["shipped"]["dev_w01"]),
+    old, f8k = history["first_round"], next(v for v in res["broader"] if v["variant"] == "f8k")
+    first_round = all(
+        first[n, 0.0]["best_epoch"] == old[k]["best_epoch"]
+        and _pair_of(first[n, 0.0]["dev"]) == _pair_of(old[k]["dev_w0"])
+        and _pair_of(first[n, 0.1]["dev"]) == _pair_of(old[k]["dev_w01"])
+        and _pair_of(first[n, FIRST_TEST_W.get(n, 0.1)]["test"]) == _pair_of(old[k]["test_w01"])
+        for n, k in FIRST_ROUND.items())
+    sweep = all(_pair_of(first["drop4ep60", float(w)]["dev"]) == _pair_of(p)
+                for w, p in history["bridge_weight"].items())
+    second = all(
+        _epochs(ens[n, 0.0]["best_epochs"]) == _epochs(h["best_epochs"])
+        and _pair_of(ens[n, 0.0]["dev"]) == _pair_of(h["dev_w0"])
+        and _pair_of(ens[n, 0.1]["dev"]) == _pair_of(h["dev_w01"])
+        and f"{max(v['dev_mean_r1'] for (m, _), v in ens.items() if m == n):.2f}"
+        == f"{h['best_mean']:.2f}" for n, h in history["second_round"].items())
+    return {"first": first_round and sweep, "second": second,
+            "f8k": _pair_of(f8k["dev"]["dev"]) == _pair_of(old["shipped"]["dev_w01"]),
             "ensembles_shipped": [_pair_of(ens["shipped", w]["dev"]) for w in (0.0, 0.1)]
             == [_pair_of(first["drop4ep60", w]["dev"]) for w in (0.0, 0.1)]}
 
