@@ -1,10 +1,6 @@
-"""The named values and claims of the prose of ``reports/hodosh.md`` (the Summary and the
-originals' conclusion), computed from the results, and the report's names of systems and of the
-paper's claims.
-
-The words are in ``templates/hodosh*.md``; :func:`summary` and :func:`originals` return the
-named values and the conclusions those words state. Orderings are decided on the numbers as the
-tables print them (one decimal, median rank whole).
+"""The named values and claims of the Summary and the originals' conclusion of
+``reports/hodosh.md`` (:func:`summary`, :func:`originals`), and the report's names of systems and
+of the paper's claims. Orderings are decided on the numbers as the tables print them.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""The named values of the "What was tried" and "Cost" sections of ``reports/hodosh.md``.
-
-"What was tried" reads ``hodosh_exploration.json`` (``xmodal reproduce hodosh --part explore``)
-beside the registered systems' own dev grids in ``hodosh_reproduction.json``. "Cost" reads the
-times those runs and the benchmarks recorded (``text_kernels.json``,
-``visual_words_determinism.json``).
+"""The named values of the "What was tried" (``hodosh_exploration.json`` beside the registered
+systems' own dev grids) and "Cost" sections of ``reports/hodosh.md``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,5 @@
-"""``reports/mitl_flickr8k.md`` rendered from the two study results.
-
-:func:`markdown` fills ``templates/mitl_flickr8k.md`` (the Findings, the Limits) and, once per
-judge, ``templates/mitl_flickr8k_section.md`` (its tables) with the named values of
-``mitl_flickr8k_crowd.json`` and ``mitl_flickr8k_expert.json`` (the dicts
-:func:`xmodal.mitl.pipeline.run_simulated_study` returns), after checking the claims its
-sentences make; :func:`write_report` reads them from a results folder.
+"""``reports/mitl_flickr8k.md`` from the two study results, ``mitl_flickr8k_{crowd,expert}.json``:
+``templates/mitl_flickr8k.md`` and, once per judge, ``templates/mitl_flickr8k_section.md``.
 """
 
 from __future__ import annotations

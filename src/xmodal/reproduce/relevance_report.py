@@ -1,10 +1,5 @@
-"""``reports/relevance_models.md`` and its figure, rendered from the results JSON.
-
-:func:`markdown` fills ``templates/relevance_models.md`` with the named values of
-``relevance_models.json``, ``corel_nested_cv.json``, ``flickr_crm_temperature_dev.json`` and the
-history that no rerun reproduces (``relevance_models_historical.json``) after checking the claims
-its sentences make; :func:`write_report` reads them from a results folder. Nothing is recomputed
-here, and nothing of the computing modules is imported.
+"""``reports/relevance_models.md`` and its figure from the stored results of
+:data:`RESULT_FILES` (the last: the history no rerun reproduces); nothing is recomputed here.
 """
 
 from __future__ import annotations

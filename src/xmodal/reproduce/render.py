@@ -1,12 +1,9 @@
 """The one rendering layer of the generated reports: the results JSON they read, Markdown
-templates filled from named values after their claims are checked, tables, the small helpers of
-the prose (percentages, ranges, lists in words, wrapped paragraphs) and a frame for figures.
+templates filled from named values, tables, the helpers of the prose and a frame for figures.
 
-A report is ``render_template(name, values, claims)``: ``templates/<name>.md`` holds the words,
-``values`` the numbers computed from the results JSON, and ``claims`` the conclusions the words
-state (``{"lite2_beats_lite0": r["lite2"] > r["lite0"]}``). When a claim no longer holds,
-rendering stops with :class:`ClaimFailed`, and a person rewrites the sentence; the code never
-picks the verb.
+``render_template(name, values, claims)`` fills ``templates/<name>.md`` with ``values`` once the
+``claims`` (the conclusions its words state) hold: a claim that no longer holds stops rendering
+with :class:`ClaimFailed`, and a person rewrites the sentence; the code never picks the verb.
 """
 from __future__ import annotations
 

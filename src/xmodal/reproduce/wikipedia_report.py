@@ -1,11 +1,6 @@
-"""``reports/wikipedia.md``, its tables and figures, rendered from the reproduction's results.
-
-:func:`markdown` fills ``templates/wikipedia.md`` with the named values of
-``wikipedia_reproduction.json`` (and the timings of ``wikipedia_eval.json``) after checking the
-claims its sentences make; :func:`tables` renders ``benchmarks/results/wikipedia_tables.md``,
-:func:`plots` draws ``reports/figures/wikipedia_{pr,per_category,confusion}.png``, and
-:func:`write_report` writes the first two from the stored JSON. The paper's numbers are in
-:data:`PAPER`.
+"""``reports/wikipedia.md`` (:func:`markdown`), ``wikipedia_tables.md`` (:func:`tables`) and the
+figures (:func:`plots`) from ``wikipedia_reproduction.json`` and ``wikipedia_eval.json``; the
+paper's numbers are in :data:`PAPER`.
 """
 
 from __future__ import annotations
