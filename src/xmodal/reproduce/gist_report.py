@@ -30,16 +30,13 @@ def claims(out: dict) -> dict[str, bool]:
     def beats(a: str, b: str) -> bool:
         return all(r[a][m] > r[b][m] for m in METRICS)
 
-    def p_ap(name: str) -> float:
-        return p[name]["AP"]
-
     return {
         "the full model beats the single-modality rows and every baseline, p = 0.0001 each":
             all(beats("full", s) and max(p[s].values()) <= SMALLEST_P
                 for s in ("caption", "image", "ql", "max_cluster_rel", "random_seeds")),
         "the image adds a little (under 0.02 MAP) to the human caption":
             0 < r["full"]["MAP"] - r["caption"]["MAP"] < 0.02,
-        "lifting tags changes MAP by a non-significant amount": p_ap("full_nolift") > 0.05,
+        "lifting tags changes MAP by a non-significant amount": p["full_nolift"]["AP"] > 0.05,
         "about two thirds of the relevant concepts never become candidates":
             0.6 < 1 - r["full"]["recall_in_candidates"] < 0.72,
         "all numbers far below the paper's 0.69 MAP": r["full"]["MAP"] < 0.69 / 2,
@@ -48,10 +45,10 @@ def claims(out: dict) -> dict[str, bool]:
         "human captions far better (1.5x MAP) than retrieved ones":
             r["caption"]["MAP"] > 1.5 * r["auto_caption"]["MAP"],
         "border/cluster and intermediate-graph features: MAP differences not significant":
-            min(p_ap("no_border_features"), p_ap("no_intermediate_features")) > 0.05,
+            min(p["no_border_features"]["AP"], p["no_intermediate_features"]["AP"]) > 0.05,
         "the paper's 15 features alone are significantly worse on MAP":
             r["paper_features_only"]["MAP"] < r["full"]["MAP"]
-            and p_ap("paper_features_only") <= 0.05,
+            and p["paper_features_only"]["AP"] <= 0.05,
     }
 
 

@@ -5,9 +5,9 @@ systems' own dev grids) and "Cost" sections of ``reports/hodosh.md``.
 from __future__ import annotations
 
 from xmodal.models.hodosh import best_dev_row
+from xmodal.reproduce.hodosh_summary import TASKS
 from xmodal.reproduce.render import and_list, markdown_table, reference_data
 
-TASKS = ("i2t", "t2i")
 # each exploration's row in the report (``hodosh_explore.EXPLORATIONS``) and the used settings'
 # rows, from data/hodosh.json
 _NAMES = reference_data("hodosh")["explorations"]

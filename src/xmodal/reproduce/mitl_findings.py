@@ -127,7 +127,7 @@ def markdown(crowd: dict, expert: dict) -> str:
         "answered": answered,
         "sections": {s: section(r, s) for s, r in both.items()},
     }
-    claims = {
+    return render_template("mitl_flickr8k", values, {
         "the original ground truth is precise (crowd precision >= 90%)":
             t2["crowd"]["i2t"]["precision"] >= 0.9,
         "the dual encoder's candidates are the most often right with the crowd, NN5's the least":
@@ -145,8 +145,7 @@ def markdown(crowd: dict, expert: dict) -> str:
             > y["crowd"]["deeper"]["positives_per_100_judgments"],
         "per answered judgment the targeted round still wins (crowd and expert)":
             all(a > b for a, b in answered.values()),
-    }
-    return render_template("mitl_flickr8k", values, claims)
+    })
 
 
 def write_report(results_dir: Path, report: Path) -> None:

@@ -299,14 +299,13 @@ def _status(res: dict) -> tuple[dict, dict]:
     peak = max(sm_cv, key=sm_cv.get)
     beyond = res["cca_reg_cv_beyond_grid"]
     cost = ps["scm"]["nc"][0] - t4["scm"]["i2t"]
-    values = {
+    return {
         "table4": _table4(res), "t4": t4, "ps": ps, "paper_ridge": _num(ps["cca_reg"]),
         "sm_miss": t4["sm"]["i2t"] - PAPER["table4"]["sm"][0],
         "closest": closest, "closest_within": _within(gaps[closest]), "at": sweep[closest],
         "sm_cv_peak": peak, "sm_cv_list": ", ".join(f"{v:.4f} at {C:g}" for C, v in sm_cv.items()),
         "scm_cost": cost,
-    }
-    claims = {
+    }, {
         "the CCA ridge sits at the edge of its grid (Setup)": hp["cca_reg"] == max(grid["cca_reg"]),
         "the CV ridge is an interior optimum beyond the grid (Setup)":
             res["selection"]["cv"]["cca_reg"][str(hp["cca_reg"])] > max(beyond.values()),
@@ -331,7 +330,6 @@ def _status(res: dict) -> tuple[dict, dict]:
         and all(a > b for a, b in zip((t4["cm"]["i2t"], t4["cm"]["t2i"]), ps["cm_nc"]))
         and abs(t4["scm"]["i2t"] - PAPER["table4"]["scm"][0]) <= TOLERANCE,
     }
-    return values, claims
 
 
 def _details(res: dict) -> tuple[dict, dict]:
@@ -348,13 +346,12 @@ def _details(res: dict) -> tuple[dict, dict]:
     rand, l1 = row("Random"), row("Image SIFT histogram, L1")
     with_self, t4 = res["table5_proxy_with_self"], res["table4"]
     sk, ps = res["cm_sklearn_cca_nc"], res["paper_setting"]
-    values = {
+    return {
         "sklearn_cm": sk, "table5": _table5(res),
         "t5": {"random": rand[0], "sift_l1": l1[0], "ranking": row("SCM, proxy text ranking")[0],
                "query": row("SCM, proxy text query")[0], "smn": smn, "sift": sift,
                "proxy_span": span(proxy, "{:.2f}"), "unimodal_max": max(unimodal)},
-    }
-    claims = {
+    }, {
         "CCA must be solved in closed form (iterative CCA does worse)":
             all(a < b for a, b in zip(sk, ps["cm_nc"])),
         "random retrieval without the query gives the paper's Table 5 value":
@@ -366,7 +363,6 @@ def _details(res: dict) -> tuple[dict, dict]:
         "the paper's Table 5 conclusion holds (proxy beats unimodal, SMNs beat SIFT)":
             min(proxy) > max(unimodal) and smn > sift,
     }
-    return values, claims
 
 
 def _table3_part(res: dict) -> tuple[dict, dict]:
@@ -378,19 +374,17 @@ def _table3_part(res: dict) -> tuple[dict, dict]:
               if (n, m) in rows and rows[(n, m)][k] > rows[(n, "nc")][k]}
     others = [(ps["scm"][m], PAPER["table3"][("scm", m)]) for m in ("kl", "l1")]
     centered = {n for n in ("cm", "sm", "scm") if rows[(n, "centered_nc")][0] > rows[(n, "nc")][0]}
-    values = {
+    return {
         "t3": {f"{n}/{m}": list(v) for (n, m), v in rows.items()},
         "table3": _table3(res, DISTANCE.get),
         "paper_scm_within": _within((a, b) for o, p in others for a, b in zip(o, p)),
         "sm_sweep": _sm_sweep(res), "per_category": _per_category(res),
-    }
-    claims = {
+    }, {
         "NC is the best distance except on SCM's text queries (L1 and KL above it)":
             beaten == {("scm", 1, "l1"), ("scm", 1, "kl")},
         "the centered NC is better on image queries for SM and SCM, not for CM":
             centered == {"sm", "scm"},
     }
-    return values, claims
 
 
 def _figures(res: dict) -> tuple[dict, dict]:
@@ -413,14 +407,13 @@ def _figures(res: dict) -> tuple[dict, dict]:
     rare = int(np.argmin(mean.sum(axis=0)))
     share = {d: max((conf[n][d][i][rare], i, n) for n in CONFUSION_SHOWN
                     for i in range(len(cats))) for d in DIRECTIONS}
-    values = {"pr": {"scm_gain_at": at, "ahead_to": recall[-2], "ksm_end": k, "scm_end": s,
-                     "qe_end": q, "qe_start": qe[0], "ksm_start": ksm[0],
-                     "qe_more": _ranges(recall, more)},
-              "conf": {**diag, "top": and_list(f"{cats[i]} → {cats[j]} ({v:.2f})"
-                                               for v, i, j in off),
-                       "rare": cats[rare].capitalize(), "share": share["i2t"][0],
-                       "where": f"{cats[share['i2t'][1]]}, {share['i2t'][2].upper()}"}}
-    claims = {
+    return {"pr": {"scm_gain_at": at, "ahead_to": recall[-2], "ksm_end": k, "scm_end": s,
+                   "qe_end": q, "qe_start": qe[0], "ksm_start": ksm[0],
+                   "qe_more": _ranges(recall, more)},
+            "conf": {**diag, "top": and_list(f"{cats[i]} → {cats[j]} ({v:.2f})"
+                                             for v, i, j in off),
+                     "rare": cats[rare].capitalize(), "share": share["i2t"][0],
+                     "where": f"{cats[share['i2t'][1]]}, {share['i2t'][2].upper()}"}}, {
         "SCM's gain over CM on image queries is largest at higher recall (as in Fig. 5)": at >= 0.5,
         "KSM and KSM-QE lead CM, SM and SCM at every recall level but the last":
             bool(ahead[:-1].all() and not ahead[-1]),
@@ -432,7 +425,6 @@ def _figures(res: dict) -> tuple[dict, dict]:
         "the rarest predicted category is never predicted for text queries, sometimes for image "
         "queries": share["t2i"][0] == 0 < share["i2t"][0],
     }
-    return values, claims
 
 
 def _ksm(res: dict) -> tuple[dict, dict]:
@@ -447,15 +439,14 @@ def _ksm(res: dict) -> tuple[dict, dict]:
     hardest = {(n, d): int(np.argmin(res["per_category"][n][d]))
                for n in OURS_AND_PAPER for d in DIRECTIONS}
     cats = res["categories"]
-    values = {
+    return {
         "ksm_p": _ps((p["i2t"], p["t2i"])), "ksm_cv": res["ksm_cv_map"],
         "first_kernel": _kernel(min((k for k in image_cv if k.split("/")[1] == "256"),
                                     key=image_cv.get)),
         "first": first, "first_avg": _avg(first), "svm_test": svm, "svm_test_avg": _avg(svm),
         "acc": res["heldout_accuracy_256"], "hardest": cats[hardest[("cm", "i2t")]].capitalize(),
         "sm_hardest": cats[hardest[("sm", "i2t")]],
-    }
-    claims = {
+    }, {
         "KSM uses all eigenpairs of the kernel, and \"all\" beat 256 in CV":
             hp["ksm_n_components"] is None and best_rank["None"] < best_rank["256"],
         "KSM is better than SCM in both directions": all(t4["ksm"][d] > t4["scm"][d]
@@ -467,12 +458,11 @@ def _ksm(res: dict) -> tuple[dict, dict]:
         "one category is the hardest for every model except on SM's image queries":
             [key for key, c in hardest.items() if c != hardest[("cm", "i2t")]] == [("sm", "i2t")],
     }
-    return values, claims
 
 
 def _exploration(res: dict) -> tuple[dict, dict]:
     """The table of KSM's variants, compared by CV MAP."""
-    e, hp = res["exploration"], res["hyperparameters"]
+    e = res["exploration"]
     g, cv, shipped = e["grid"], e["cv_map"], res["ksm_cv_map"]
     mixed = [cv[f"svm+sqrt_lr/{C}"] for C in g["sqrt_lr_C"]] + [cv["svm+scm"]]
     prf = [cv[f"prf/{k}/{w}"] for k in g["prf_k"] for w in g["prf_weight"]]
@@ -480,7 +470,7 @@ def _exploration(res: dict) -> tuple[dict, dict]:
     fused, r256 = cv[f"fusion_scm/{lam}"], cv["rank/256"]
     powers = {(a, b): cv[f"power/{a}/{b}"] for a in g["powers"] for b in g["powers"]}
     three, four = "{:.3f}", "{:.4f}"
-    values = {"g": g, "e": cv, "x": {
+    return {"g": g, "e": cv, "x": {
         "ranks": _slash(g["ranks"]),
         "rank_maps": _slash((cv[f"rank/{n}"] for n in g["ranks"]), four),
         "rank1024_C": _slash(g["rank1024_C"]),
@@ -498,8 +488,7 @@ def _exploration(res: dict) -> tuple[dict, dict]:
         "fusion_lambda": _set(g["fusion_lambda"]), "fusion_map": fused, "fusion_at": lam,
         "fusion_gain": fused - r256,
         "fusion_cm": max(cv[f"fusion_cm/{v}"] for v in g["fusion_lambda"]),
-        "no_power": powers[(1.0, 1.0)]}}
-    claims = {
+        "no_power": powers[(1.0, 1.0)]}}, {
         "averaging the SVM posteriors with others gains nothing over the SVM alone":
             max(mixed) <= cv["svm"],
         "the posteriors need no tempering (a = b = 1 is best)":
@@ -507,7 +496,6 @@ def _exploration(res: dict) -> tuple[dict, dict]:
         "pseudo-relevance feedback gains over KSM (on the folds)": max(prf) > shipped,
         "fusion with SCM gains over the 256-direction KSM": fused > r256,
     }
-    return values, claims
 
 
 def _ksmqe(res: dict) -> tuple[dict, dict]:
@@ -517,7 +505,7 @@ def _ksmqe(res: dict) -> tuple[dict, dict]:
     hp = res["hyperparameters"]
     expansion = cv["ksmqe_k/weight (MAP, higher is better)"]
     gain = t4["ksm-qe"]["avg"] - t4["ksm"]["avg"]
-    values = {
+    return {
         "linear_text": min(cv["ksm_C_text"].values()),
         "qe_cv_gain": expansion[f"{hp['ksmqe_k']}/{hp['ksmqe_weight']}"] - res["ksm_cv_map"],
         "qe_avg": _avg((t4["ksm-qe"]["i2t"], t4["ksm-qe"]["t2i"])),
@@ -525,8 +513,7 @@ def _ksmqe(res: dict) -> tuple[dict, dict]:
         "qe_gain": [t4["ksm-qe"][d] - t4["ksm"][d] for d in DIRECTIONS],
         "sens": sens, "sens_avg": _avg(sens), "abl": abl, "abl_avg": _avg(abl),
         "expansion_adds": t4["ksm-qe"]["avg"] - _avg(abl),
-    }
-    claims = {
+    }, {
         "KSM-QE's image classifier uses the exact kernel": hp["ksm_n_components"] is None,
         "KSM-QE's p against SCM prints the same in both directions":
             _p(sig["i2t"]) == _p(sig["t2i"]),
@@ -534,7 +521,6 @@ def _ksmqe(res: dict) -> tuple[dict, dict]:
         "most of KSM-QE's gain over KSM is the text classifier": _avg(abl) - t4["ksm"]["avg"]
         > gain / 2,
     }
-    return values, claims
 
 
 def write_report(results: Path, report: Path | None) -> None:
