@@ -93,6 +93,53 @@ def test_big_camera_jpegs_heic_and_avif_are_indexed_and_big_pngs_refused(tmp_pat
     assert Path(index.search("blue", k=1)[0].path).name == "web.avif"
 
 
+def test_heic_reaches_the_tower_through_its_embedded_copy(tmp_path, monkeypatch):
+    """An iPhone-style HEIC (a 320 x 240 copy inside) reaches a 260-px tower through its copy,
+    upright and close to the photo decoded whole; without a big-enough copy, or when asked
+    not to, the photo itself is decoded."""
+    import numpy as np
+    from pillow_heif import as_plugin
+
+    from xmodal.index.scan import load_checked
+
+    chosen = []
+    draft = as_plugin.HeifImageFile.draft
+
+    def spy(self, mode, size):
+        chosen.append(draft(self, mode, size))
+        return chosen[-1]
+
+    monkeypatch.setattr(as_plugin.HeifImageFile, "draft", spy)
+    y, x = np.mgrid[0:960, 0:1280]
+    pixels = np.stack([x * 255 // 1280, y * 255 // 960, 255 * (x < 300) * (y < 200)], -1)
+    photo = Image.fromarray(pixels.astype(np.uint8))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # shown turned right: the copy must come out upright too
+    for name, options, upright in (("plain", {}, (1280, 960)),
+                                   ("turned", {"exif": exif.tobytes()}, (960, 1280))):
+        path = tmp_path / f"{name}.heic"
+        photo.save(path, format="HEIF", quality=90, thumbnails=[320], **options)
+        whole, _ = load_checked(str(path), square=260, thumbnails=False)
+        assert chosen == []
+        small, reason = load_checked(str(path), square=260)
+        assert reason is None and small.size == (260, 260)
+        assert small.info["original_size"] == whole.info["original_size"] == upright
+        diff = np.abs(np.asarray(small, float) - np.asarray(whole, float))
+        assert diff.mean() < 4, name  # a turned or wrong copy would differ by ~100
+        assert chosen.pop() is not None, name
+    path = tmp_path / "no_copy.heic"
+    photo.save(path, format="HEIF", quality=90)
+    load_checked(str(path), square=260)
+    assert chosen.pop() is None
+    load_checked(str(tmp_path / "plain.heic"))  # 448 px for describing: the copy is too small
+    assert chosen.pop() is None
+    from xmodal.server.thumbnails import ThumbnailCache
+
+    with Image.open(ThumbnailCache(tmp_path / "thumbs").get(tmp_path / "plain.heic", 256)) as t:
+        assert t.size == (256, 192)  # the web page's thumbnail, from the copy
+    assert chosen.pop() == ("RGB", (0, 0, 320, 240))
+
+
 def test_index_search_and_skips(photos, tmp_path):
     index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
     stats = index.update(photos, progress=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import warnings
 from dataclasses import dataclass
@@ -19,6 +20,10 @@ JPEG_MAX_PIXELS = 1_000_000_000
 JPEG_MIN_BYTES_PER_KPIXEL = 1  # a JPEG holds at least this many bytes per 1,000 pixels
 MAX_BYTES = 200 * 1024 * 1024
 MAX_SIDE = 448  # images are shrunk to this before embedding (the encoders read 224 x 224)
+# A HEIC photo usually embeds a small copy (an iPhone's: 320 x 240) that decodes about 100x
+# faster than the photo; the image tower reads it when its shorter side is at least this share
+# of the tower's input side (benchmarks/results/heic_thumbnails.json measures what it costs)
+HEIF_THUMBNAIL_MIN_SHARE = 0.9
 
 
 BAD_NAME = "file name is not valid UTF-8"  # cannot be stored in the database: counted only
@@ -98,19 +103,22 @@ def too_large(im: Image.Image) -> str | None:
 
 
 def load_checked(
-    path: str, data: bytes | None = None, square: int | None = None
+    path: str, data: bytes | None = None, square: int | None = None, thumbnails: bool = True
 ) -> tuple[Image.Image | None, str | None]:
     """(RGB image, None) for a readable image, or (None, reason) for a bad one.
 
     ``data`` is the file's content when the caller has read it already (to hash it).
     The image comes back shrunk so that its longer side is at most ``MAX_SIDE`` pixels, or, with
     ``square``, resized to ``square`` x ``square`` as an image tower reads it (a JPEG is then
-    decoded straight at the smallest scale that still covers that size: one resize); its
-    stored size is in ``image.info["original_size"]``.
+    decoded straight at the smallest scale that still covers that size: one resize; a HEIC's
+    embedded copy is decoded instead of the photo when it is big enough, unless ``thumbnails``
+    is False: see :data:`HEIF_THUMBNAIL_MIN_SHARE`); its stored size is in
+    ``image.info["original_size"]``.
 
     Refuses empty files, files over MAX_BYTES, images over MAX_PIXELS (JPEG: JPEG_MAX_PIXELS;
     checked from the header, before decoding) and truncated or corrupt data (the whole image is
-    decoded).
+    decoded; a HEIC read through its embedded copy is refused when truncated, since its boxes
+    then point past the end of the file).
     """
     if data is None:
         data, reason = read_bytes(path)
@@ -137,6 +145,9 @@ def load_checked(
                 side = square or MAX_SIDE
                 if im.format == "JPEG":
                     im.draft("RGB", (side, side))  # decode at a reduced scale: fast
+                elif im.format == "HEIF" and thumbnails:
+                    need = math.ceil(HEIF_THUMBNAIL_MIN_SHARE * side) if square else side
+                    im.draft(im.mode, (need, need))  # pillow-heif: an embedded copy that fits
                 im.load()
                 out = ImageOps.exif_transpose(im).convert("RGB")
                 if square:

@@ -8,6 +8,7 @@ Files are written to a temporary name and renamed, so a reader never sees half a
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import threading
 from pathlib import Path
@@ -64,7 +65,12 @@ class ThumbnailCache:
             reason = too_large(image)  # the file may have been swapped since it was indexed
             if reason:
                 raise OSError(reason)
-            image.draft("RGB", (pixels, pixels))  # JPEG: decode at reduced scale, much faster
+            if image.format == "HEIF":  # its embedded copy, if as big as the thumbnail
+                fit = min(pixels / image.width, pixels / image.height, 1.0)
+                image.draft(image.mode, (math.ceil(image.width * fit),
+                                         math.ceil(image.height * fit)))
+            else:
+                image.draft("RGB", (pixels, pixels))  # JPEG: decode at reduced scale, faster
             image = ImageOps.exif_transpose(image)
             image.thumbnail((pixels, pixels))
             image = image.convert("RGB")
