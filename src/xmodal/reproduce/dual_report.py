@@ -60,8 +60,7 @@ def test_table(protocol: str, rows: dict) -> str:
 
 
 def ood_table(spec: str, queries: dict, r: dict) -> str:
-    """One row per out-of-domain query (rank among the photos, rank with distractors), then
-    the top-1 counts."""
+    """A row per out-of-domain query (rank among the photos, with distractors), then top-1."""
     rows = [[queries[k], r["photos_only"][k], r["with_flickr8k_test_distractors"][k]]
             for k in queries]
     rows.append(["top-1", r["top1_photos_only"],
@@ -87,9 +86,8 @@ def _shipped_model() -> tuple[dict, float]:
 def _second_round(res: dict) -> dict:
     """Issue 3's second round (``--ensembles``): each variant's best dev mean R@1 over w against
     the shipped recipe's, and the averaged (not concatenated) embeddings' shortfall."""
-    best: dict[str, float] = {}
-    for v in res["ensembles"]:
-        best[v["variant"]] = max(best.get(v["variant"], -1.0), v["dev_mean_r1"])
+    best = {n: max(v["dev_mean_r1"] for v in res["ensembles"] if v["variant"] == n)
+            for n in dict.fromkeys(v["variant"] for v in res["ensembles"])}
     base = best["shipped"]
     gain = {n: b - base for n, b in best.items()}
     averaged = [base - max(v["dev_averaged_mean_r1"] for v in res["ensembles"]
@@ -318,9 +316,8 @@ def claims(res: dict, extra: dict, values: dict) -> dict[str, bool]:
     """The conclusions ``templates/dual_encoder.md`` states, each true of the stored results;
     ``values``: the report's values (:func:`derived` among them)."""
     test, v, score = res["test"], values["variant"], values["score"]
-    five, qb5 = test["flickr8k-5cap"]["dual"], test["flickr8k-5cap"]["dual-qb"]
     r1 = {name: [round(100 * d[k]["R@1"], 1) for k in DIRECTIONS]
-          for name, d in (("dual", five), ("dual-qb", qb5),
+          for name, d in (("dual", test["flickr8k-5cap"]["dual"]),
                           ("train_cli", res["train_cli"]["test"]["flickr8k-5cap"]))}
     ood = res["ood"]["results"]["dual"]
     ft, stage2 = values["finetune"], values["stage2"]
@@ -398,8 +395,7 @@ def report_markdown(res: dict, extra: dict) -> str:
 
 
 def write_report(results: Path, report: Path | None) -> None:
-    """Rewrite ``dual_encoder_tables.md`` in ``results`` and (unless None) ``report`` from the
-    JSON stored in ``results``."""
+    """Rewrite ``dual_encoder_tables.md`` and (unless None) ``report`` from ``results``."""
     res = load_results(results, ["dual_encoder"], "dual_encoder_tables.md",
                        "run `xmodal reproduce dual`")["dual_encoder"]
     (Path(results) / "dual_encoder_tables.md").write_text(markdown(res))

@@ -15,9 +15,8 @@ LABELS, USED = _NAMES["names"], _NAMES["used"]
 
 
 def best(columns: dict, task: str, kappa: float | None = None) -> dict:
-    """The single best dev setting (:func:`xmodal.models.hodosh.best_dev_row`) of a dev grid in
-    :func:`xmodal.reproduce.hodosh_explore.grid_columns`' layout, among all kappas or one:
-    ``{"kappa", "n", "R@1", "R@5", "R@10", "medR"}``."""
+    """The best dev setting (``best_dev_row``) of a dev grid in ``hodosh_explore.grid_columns``'
+    layout, among all kappas or one: ``{"kappa", "n", "R@1", "R@5", "R@10", "medR"}``."""
     m = columns[task]
     rows = [{"kappa": k, "n": n, task: {key: m[key][i] for key in m}}
             for i, (k, n) in enumerate(zip(columns["kappa"], columns["n"]))

@@ -44,7 +44,7 @@ def section(r: dict, source: str) -> str:
                                             for b in tau)] for a in tau])
 
     b = r["bias"]
-    values = {
+    return render_template("mitl_flickr8k_section", {
         "source": source, "r": r, "p": p, "n_queries": sum(p["queries"].values()),
         "v": r["aggregate"]["verdicts"], "ag": r["aggregate"]["agreement"],
         "n_models": len(r["models"]),
@@ -80,8 +80,7 @@ def section(r: dict, source: str) -> str:
             [[n, f"{c['judgments_shown'][-1]:,}", f"{c['judgments_answered'][-1]:,}",
               c["positives"][-1], f"{c['positives_per_100_judgments']:.2f}",
               f"{_per_answered(c):.1f}"] for n, c in r["yield"].items()]),
-    }
-    return render_template("mitl_flickr8k_section", values)
+    })
 
 
 def markdown(crowd: dict, expert: dict) -> str:

@@ -166,8 +166,7 @@ def markdown(results: dict, nested: dict, dev: dict, hist: dict) -> str:
 
 
 def write_report(results_dir: Path, report: Path, figure: Path | None = None) -> None:
-    """Write the report (and, unless ``figure`` is None, the Corel5K figure) from the JSON files
-    in ``results_dir``."""
+    """Write the report (and unless None the Corel5K ``figure``) from ``results_dir``."""
     found = load_results(results_dir, RESULT_FILES.values(), "the relevance report",
                          "run the parts of `xmodal reproduce corel5k` that write them (the "
                          "historical file is written by none: copy the repository's)")

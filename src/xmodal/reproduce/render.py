@@ -105,8 +105,6 @@ def render_template(name: str, values: Mapping[str, object],
 
 
 # -- numbers --------------------------------------------------------------------------------------
-
-
 def pct(v: float | None, digits: int = 1, missing: str = "–") -> str:
     """A fraction as a percentage without the sign: 0.2534 -> "25.3"; ``missing`` for None."""
     return missing if v is None else f"{100 * v:.{digits}f}"
@@ -134,12 +132,9 @@ def minutes(seconds: float) -> str:
 
 
 # -- words ----------------------------------------------------------------------------------------
-
-
 def wrap(text: str, prefix: str = "") -> list[str]:
-    """A paragraph or list item, wrapped at 96 columns under its marker; a token that would
-    start a list, heading or quote at the start of a line ("- w", "= 30", ">= 9") stays on the
-    line before."""
+    """A paragraph or list item wrapped at 96 columns under its marker, no line starting with a
+    token Markdown would read as a list, heading or quote ("- w", "= 30", ">= 9")."""
     glued = re.sub(r" (?=(?:[-+*=]|#+|\d+[.)])(?: |$)|>)", "\xa0", text)
     lines = textwrap.wrap(glued, 96, initial_indent=prefix, subsequent_indent=" " * len(prefix),
                           break_long_words=False, break_on_hyphens=False)
@@ -153,8 +148,6 @@ def and_list(items) -> str:
 
 
 # -- tables ---------------------------------------------------------------------------------------
-
-
 def md_row(cells: Sequence[object]) -> str:
     """One Markdown table row: ``| a | b |``."""
     return "| " + " | ".join(str(c) for c in cells) + " |"
@@ -173,10 +166,8 @@ def records_table(columns: Mapping[str, str], records: Iterable) -> str:
 
 
 def rewrap(text: str) -> str:
-    """``text`` with each line longer than 96 columns wrapped as :func:`wrap` wraps a paragraph
-    or list item (continuation lines indented under its marker); headings and table rows stay
-    as they are. A template can hold a paragraph on one line, whatever length its numbers print
-    at."""
+    """``text`` with each line over 96 columns wrapped by :func:`wrap` under its list marker,
+    headings and table rows left as they are: a template holds a paragraph on one line."""
     out = []
     for line in text.split("\n"):
         if len(line) <= 96 or line.startswith(("#", "|")):

@@ -13,8 +13,8 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.reproduce.output import machine_text
-from xmodal.reproduce.render import (and_list, load_results, markdown_table, reference_data,
-                                     render_template, rewrap, saved_figure, span)
+from xmodal.reproduce.render import (and_list, load_results, markdown_table, records_table,
+                                     reference_data, render_template, rewrap, saved_figure, span)
 
 # Rasiwasia et al. (2010): MAP (image query, text query) of Tables 3 and 4, and their setup;
 # data/wikipedia.json says where each number comes from.
@@ -179,8 +179,8 @@ def _table3(res: dict, distance=lambda d: d) -> str:
 
 
 def _table5(res: dict) -> str:
-    return markdown_table(["Experiment", "MAP", "Paper"],
-                          [[name, f"{v:.3f}", paper] for name, v, paper in res["table5"]])
+    """Table 5 from its rows, (experiment, MAP, the paper's MAP as printed)."""
+    return records_table({"Experiment": "{0}", "MAP": "{1:.3f}", "Paper": "{2}"}, res["table5"])
 
 
 def tables(res: dict) -> str:
@@ -225,8 +225,7 @@ def _matches(v, p) -> bool:
 
 # -- the report -----------------------------------------------------------------------------------
 def markdown(res: dict, eval_res: dict) -> str:
-    """``reports/wikipedia.md`` from ``wikipedia_reproduction.json`` (``res``) and, for the
-    timings, ``wikipedia_eval.json`` (``eval_res``)."""
+    """``reports/wikipedia.md`` from the reproduction's and the timings' results."""
     if "exploration" not in res:
         raise XmodalError("this wikipedia_reproduction.json predates KSM's exploration entry: "
                           "rerun `xmodal reproduce wikipedia` (about 4 minutes)")
@@ -524,8 +523,7 @@ def _ksmqe(res: dict) -> tuple[dict, dict]:
 
 
 def write_report(results: Path, report: Path | None) -> None:
-    """Rewrite ``wikipedia_tables.md`` in ``results`` and (unless None) ``report`` from the
-    JSON stored in ``results``."""
+    """Rewrite ``wikipedia_tables.md`` and (unless None) ``report`` from ``results``."""
     res = load_results(results, ["wikipedia_reproduction"], "wikipedia_tables.md",
                        "run `xmodal reproduce wikipedia`")["wikipedia_reproduction"]
     (Path(results) / "wikipedia_tables.md").write_text(tables(res))
