@@ -186,6 +186,18 @@ def test_gist_report_numbers_follow_the_json_and_a_flipped_finding_stops_it(tmp_
         write_report(out, tmp_path / "gist.md")
 
 
+def test_gist_report_only_names_the_missing_json(tmp_path):
+    from typer.testing import CliRunner
+
+    from xmodal.cli import app
+    from xmodal.errors import XmodalError
+
+    r = CliRunner().invoke(app, ["reproduce", "gist", "--report-only", "--out", str(tmp_path),
+                                 "--report", str(tmp_path / "gist.md")])
+    assert isinstance(r.exception, XmodalError) and "needs gist.json" in str(r.exception)
+    assert not (tmp_path / "gist.md").exists()
+
+
 # ---------------------------------------------------------------------- dual encoder
 def test_dual_report_states_the_reproduced_numbers():
     """Every number of the dual encoder's test tables and out-of-domain table in the report is

@@ -287,10 +287,11 @@ def gist(
     """
     from xmodal.reproduce.gist import reproduce
     from xmodal.reproduce.gist_report import write_report
-    from xmodal.reproduce.output import read_json
+    from xmodal.reproduce.render import load_results
 
     if report_only:
-        write_report(read_json(out / "gist.json"), report)
+        write_report(load_results(out, ["gist"], "reports/gist.md",
+                                  "run `xmodal reproduce gist`")["gist"], report)
         console.print(f"wrote {report}")
         return
     res = reproduce(fresh, limit, not no_auto_captions, data, out, asset,
