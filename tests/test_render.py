@@ -5,7 +5,8 @@ import pytest
 
 from xmodal.errors import XmodalError
 from xmodal.reproduce.render import (ClaimFailed, and_list, check_claims, fill, gain_span,
-                                     load_results, markdown_table, minutes, pct, records_table,
+                                     load_results, markdown_table, metric_cell, minutes, pct,
+                                     records_table,
                                      render_template, saved_figure, span, wrap)
 
 
@@ -43,6 +44,12 @@ def test_numbers_print_as_the_reports_print_them():
     assert gain_span([2.3, 2.6]) == "+2 to 3" and gain_span([2.0, 2.0]) == "+2"
     assert minutes(1310.4) == "22 minutes" and minutes(50) == "1 minute"
     assert and_list(["a"]) == "a" and and_list(["a", "b", "c"]) == "a, b and c"
+
+
+def test_a_metric_cell_prints_percentages_or_ranks_with_significance_stars():
+    assert metric_cell("R@1", 0.2534) == "25.3" and metric_cell("medR", 12.4) == "12"
+    assert metric_cell("R@10", 0.5, p=0.004) == "50.0***"  # p <= 0.01: eval.compare.stars
+    assert metric_cell("R@10", 0.5, p=0.2, note=" (*49.1*)") == "50.0 (*49.1*)"
 
 
 def test_wrap_keeps_list_markers_off_the_start_of_a_line():

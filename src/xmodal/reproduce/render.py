@@ -18,6 +18,7 @@ from importlib.resources import files
 from pathlib import Path
 
 from xmodal.errors import XmodalError
+from xmodal.eval.compare import stars
 from xmodal.reproduce.output import read_json
 
 TEMPLATES = "templates"
@@ -108,6 +109,13 @@ def render_template(name: str, values: Mapping[str, object],
 def pct(v: float | None, digits: int = 1, missing: str = "–") -> str:
     """A fraction as a percentage without the sign: 0.2534 -> "25.3"; ``missing`` for None."""
     return missing if v is None else f"{100 * v:.{digits}f}"
+
+
+def metric_cell(metric: str, value: float, p: float | None = None, note: str = "") -> str:
+    """A metric as a table prints it: a rank (medR, meanR) whole, the others as percentages
+    with one decimal; then the significance stars of ``p`` (:func:`~xmodal.eval.compare.stars`)
+    and ``note``."""
+    return (f"{value:.0f}" if metric in ("medR", "meanR") else pct(value)) + stars(p) + note
 
 
 def span(values, fmt: str = "{:.1f}", sep: str = "-") -> str:
