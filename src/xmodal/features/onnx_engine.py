@@ -207,6 +207,12 @@ def export_effnet_int8(path: Path, backbone: str | None = None) -> Path:
                            asset["format"])
 
 
+# images per ONNX Runtime run of an image tower: the activations of a few images stay in the
+# CPU's caches, those of 16 do not (benchmarks/results/tower_batch.json: Lite2 at 260 px on this
+# 2-core machine, about 175 images/s in runs of 2-4 against 141 in runs of 16)
+TOWER_CHUNK = 4
+
+
 def effnet_forward(batch: np.ndarray, outputs=("pooled", "logits"),
                    backbone: str | None = None, precision: str = "fp32") -> dict[str, np.ndarray]:
     """The named trunk outputs (see :func:`export_effnet`) for a (b, 3, s, s) float32 batch, by
@@ -217,9 +223,12 @@ def effnet_forward(batch: np.ndarray, outputs=("pooled", "logits"),
     else:
         session = _session(effnet_model_path(backbone),
                            functools.partial(export_effnet, backbone=backbone))
-    out = session.run(list(outputs), {"images": np.ascontiguousarray(batch, dtype=np.float32)})
-    return {name: a.astype(np.float16) if name in ("maps", "prehead") else a
-            for name, a in zip(outputs, out)}
+    images = np.ascontiguousarray(batch, dtype=np.float32)
+    runs = [session.run(list(outputs), {"images": images[i:i + TOWER_CHUNK]})
+            for i in range(0, max(len(images), 1), TOWER_CHUNK)]
+    return {name: np.concatenate(parts).astype(np.float16 if name in ("maps", "prehead")
+                                               else parts[0].dtype)
+            for name, *parts in zip(outputs, *runs)}
 
 
 MINILM_MAX_TOKENS = 256  # the model's max_seq_length (sentence_bert_config.json)
