@@ -44,6 +44,17 @@ def test_tags_and_domain_words_protected_from_correction():
     assert alone[0][-1] != "wakeboard"  # a single occurrence is treated as a typo
 
 
+def test_a_small_batch_never_serves_its_corrections_to_a_corpus():
+    """A word is protected by its count in the batch, so the cache answers per batch: one
+    caption alone has "wakeboard" corrected; in a corpus where it repeats it stays."""
+    caption = "A boy rides a wakeboard ."
+    alone = preprocess([caption])
+    corpus = preprocess([caption, "A girl on a wakeboard .", "Wakeboard tricks ."])
+    assert alone[0][-1] != "wakeboard" and corpus[0][-1] == "wakeboard"
+    assert corpus == preprocess([caption, "A girl on a wakeboard .", "Wakeboard tricks ."],
+                                use_cache=False)
+
+
 def test_results_come_from_the_disk_cache(monkeypatch):
     first = preprocess(["The black dog is running through the grass ."])
 

@@ -21,8 +21,10 @@ Public API::
     preprocess(texts) -> list[list[str]]                 # lemmas
     preprocess_tagged(texts) -> list[list[tuple[str, str]]]  # (lemma, universal POS)
 
-Results are cached per caption text in ``cache_dir()/text/captions-<version>.sqlite`` (spaCy over
-the 40k Flickr8K captions takes about a minute; a cached call takes about a second).
+Results are cached per caption text and batch in ``cache_dir()/text/captions-<version>.sqlite``
+(spaCy over the 40k Flickr8K captions takes about a minute; a cached call takes about a second):
+a caption's tokens depend on the batch, whose counts decide which words are protected, so the
+key holds the batch's digest too, and a small batch never serves its corrections to a corpus.
 Call it once on all captions of a dataset so that the domain-word protection sees the whole corpus.
 """
 
@@ -40,7 +42,7 @@ from pathlib import Path
 from xmodal.errors import XmodalError
 from xmodal.paths import cache_dir
 
-PIPELINE_VERSION = "v2"
+PIPELINE_VERSION = "v3"  # v3: keys name the batch (v2 served one batch's tokens to another)
 
 # Compound variants -> canonical form (applied to the lowercased raw text, word-bounded).
 COMPOUNDS: dict[str, str] = {
@@ -197,8 +199,16 @@ class _Store:
                 self.con.executemany("INSERT OR REPLACE INTO kv VALUES (?, ?)", items)
 
 
-def _key(text: str) -> str:
-    return hashlib.sha1(f"{PIPELINE_VERSION}\0{text}".encode()).hexdigest()
+def _batch_digest(texts: Sequence[str], protect_min_count: int) -> str:
+    """What a caption's tokens depend on besides its text: the batch and the protection count."""
+    h = hashlib.sha1(f"{PIPELINE_VERSION}\0{protect_min_count}".encode())
+    for t in texts:
+        h.update(b"\0" + t.encode())
+    return h.hexdigest()
+
+
+def _key(text: str, batch: str) -> str:
+    return hashlib.sha1(f"{batch}\0{text}".encode()).hexdigest()
 
 
 def _raw_tokens(nlp, texts: Sequence[str]) -> list[list[tuple[str, str]]]:
@@ -269,15 +279,16 @@ def preprocess_tagged(
     if not use_cache:
         return _process(texts, protect_min_count)
     store = _Store(cache_dir() / "text" / f"captions-{PIPELINE_VERSION}.sqlite")
-    keys = [_key(t) for t in texts]
+    batch = _batch_digest(texts, protect_min_count)
+    keys = [_key(t, batch) for t in texts]
     found = store.get_many(keys)
     missing = [i for i, k in enumerate(keys) if k not in found]
     if missing:
         todo = list(dict.fromkeys(texts[i] for i in missing))
         new = dict(zip(todo, _process(todo, protect_min_count, context=texts)))
-        store.put_many([(_key(t), json.dumps(v)) for t, v in new.items()])
+        store.put_many([(_key(t, batch), json.dumps(v)) for t, v in new.items()])
         for t, v in new.items():
-            found[_key(t)] = json.dumps(v)
+            found[_key(t, batch)] = json.dumps(v)
     return [[tuple(p) for p in json.loads(found[k])] for k in keys]  # type: ignore[misc]
 
 
