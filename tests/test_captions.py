@@ -55,6 +55,21 @@ def test_a_small_batch_never_serves_its_corrections_to_a_corpus():
                                 use_cache=False)
 
 
+def test_spelling_ties_are_broken_the_same_way_in_every_process():
+    """Tied corrections ("flaggers": "flagger" and "floggers", 50 occurrences each) do not
+    depend on the hash seed of the process (pyspellchecker's own choice does)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from xmodal.features.captions import correct_word; "
+            "print([correct_word(w) for w in ('flaggers', 'tobaggons', 'bigwheels')])")
+    seen = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout
+            for seed in range(6)}
+    assert len(seen) == 1 and "'flagger'" in seen.pop()
+
+
 def test_results_come_from_the_disk_cache(monkeypatch):
     first = preprocess(["The black dog is running through the grass ."])
 

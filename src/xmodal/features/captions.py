@@ -42,7 +42,7 @@ from pathlib import Path
 from xmodal.errors import XmodalError
 from xmodal.paths import cache_dir
 
-PIPELINE_VERSION = "v3"  # v3: keys name the batch (v2 served one batch's tokens to another)
+PIPELINE_VERSION = "v4"  # v3: keys name the batch; v4: spelling ties broken alphabetically
 
 # Compound variants -> canonical form (applied to the lowercased raw text, word-bounded).
 COMPOUNDS: dict[str, str] = {
@@ -162,14 +162,22 @@ def correct_word(word: str) -> str:
     sc = _spell()
     if word in sc:
         return word
-    cand = sc.correction(word)
+    cand = _most_frequent(sc, word)
     if cand is None and len(word) >= 8:
         sc._distance = 2
         try:
-            cand = sc.correction(word)
+            cand = _most_frequent(sc, word)
         finally:
             sc._distance = 1
     return cand if cand else word
+
+
+def _most_frequent(sc, word: str) -> str | None:
+    """pyspellchecker's ``correction`` with ties broken alphabetically: its own ``max`` over a
+    set follows the strings' hash order, which changes from one process to the next
+    ("flaggers" -> "flagger" or "floggers", 50 occurrences each)."""
+    candidates = sc.candidates(word)
+    return max(sorted(candidates), key=sc.__getitem__) if candidates else None
 
 
 class _Store:
