@@ -124,6 +124,33 @@ def test_scorers_are_per_direction():
     assert getattr(scorer, "per_direction", False) is True
 
 
+def _hodosh_data(tokens: dict):
+    from types import SimpleNamespace
+
+    from xmodal.models.hodosh import HodoshData
+
+    return HodoshData(SimpleNamespace(root=None), ["a"], [], [], tokens_of=lambda root: tokens)
+
+
+def test_caches_follow_the_caption_tokens(monkeypatch, tmp_path):
+    """A change in caption preprocessing gives trained systems and text kernels new cache keys,
+    instead of serving the ones built from the old tokens."""
+    from xmodal.models.hodosh import TextSide
+    from xmodal.recipes import flickr8k
+
+    monkeypatch.setenv("XMODAL_CACHE", str(tmp_path))
+    old, new = (_hodosh_data({"a#0": [[w, "NOUN"]]}) for w in ("floggers", "flagger"))
+    assert old.tokens_digest != new.tokens_digest
+    assert flickr8k.system_dir("bow5", old) != flickr8k.system_dir("bow5", new)
+    grams = []
+    for hd in (old, new):
+        side = TextSide.__new__(TextSide)
+        side.hd, side.name, side.train_docs = hd, "bow1", [[["x", "NOUN"]]]
+        side._cached = lambda tag, compute: grams.append(tag)
+        side.train()
+    assert grams[0] != grams[1]
+
+
 def test_full_kernel_variant_is_built_with_its_sizes(monkeypatch, tmp_path):
     """``tri5sem-full`` trains on every training image (exact kernels) at rank 3,000 and caches
     apart from the 1,500-landmark Tri5Sem."""
@@ -131,7 +158,8 @@ def test_full_kernel_variant_is_built_with_its_sizes(monkeypatch, tmp_path):
     from xmodal.recipes import flickr8k
 
     monkeypatch.setenv("XMODAL_CACHE", str(tmp_path))
-    assert flickr8k.system_dir("tri5sem-full") != flickr8k.system_dir("tri5sem")
+    hd = _hodosh_data({"a#0": [["dog", "NOUN"]]})
+    assert flickr8k.system_dir("tri5sem-full", hd) != flickr8k.system_dir("tri5sem", hd)
     built = {}
 
     def fake_fit(self, hd):
@@ -140,14 +168,14 @@ def test_full_kernel_variant_is_built_with_its_sizes(monkeypatch, tmp_path):
 
     monkeypatch.setattr(hodosh.HodoshKCCA, "fit", fake_fit)
     with pytest.raises(RuntimeError, match="stop before training"):
-        flickr8k.get_system("tri5sem-full", hd=object())
+        flickr8k.get_system("tri5sem-full", hd=hd)
     assert built["n_landmarks"] == 6000 and built["rank"] == 3000
     assert built["text_kernel"] == "tri5sem" and built["diag_factor"] == 4.0
     assert not built["text_landmarks"]  # the full Tri5Sem Gram matrix, not a Nystrom block
     assert max(built["n_grid"]) == 3000
     built.clear()
     with pytest.raises(RuntimeError):
-        flickr8k.get_system("tri5sem", hd=object())
+        flickr8k.get_system("tri5sem", hd=hd)
     assert built["n_landmarks"] == 1500 and built["rank"] == 1500 and built["text_landmarks"]
 
 

@@ -106,6 +106,14 @@ class HodoshData:
                               "xmodal.recipes.flickr8k.load_hodosh_data")
         return self.tokens_of(self.data.root)
 
+    @property
+    def tokens_digest(self) -> str:
+        """A hash of every caption's tokens: the text kernels' and trained systems' cache keys
+        hold it, so that a change in caption preprocessing never serves stale ones."""
+        if not hasattr(self, "_tokens_digest"):
+            self._tokens_digest = config_hash(sorted(self.tokens.items()))
+        return self._tokens_digest
+
     def train_docs(self) -> list[list[list]]:
         tok = self.tokens
         return [[tok[c.id] for c in self.data.captions_of(i)] for i in self.train_ids]
@@ -248,12 +256,13 @@ class TextSide:
         return k
 
     def train(self) -> np.ndarray:
-        return self._cached(f"train-{config_hash(self.hd.train_ids)}", lambda: self.kernel.gram(self.train_docs))
+        key = config_hash(self.hd.train_ids, self.hd.tokens_digest)
+        return self._cached(f"train-{key}", lambda: self.kernel.gram(self.train_docs))
 
     def against(self, docs: Sequence, tag: str, columns: Sequence[int] | None = None):
         """``K[docs, training items]`` (all items, or only ``columns``), cached under ``tag``."""
         cols = list(range(len(self.train_docs))) if columns is None else list(columns)
-        key = f"{tag}-{config_hash(self.hd.train_ids, cols)}"
+        key = f"{tag}-{config_hash(self.hd.train_ids, cols, self.hd.tokens_digest)}"
         return self._cached(key, lambda: self.kernel.kernel(docs, [self.train_docs[c] for c in cols]))
 
 

@@ -113,12 +113,13 @@ def nn_scores(hd, image_ids, docs, image_kernel: str = "pyramid",
     return {"i2t": nn.score_i2t(k_img, caps), "t2i": nn.score_t2i(k_img, caps)}
 
 
-def system_dir(name: str):
-    """Where the trained system of setting ``name`` is cached (keyed by its hyperparameters)."""
+def system_dir(name: str, hd):
+    """Where the trained system of setting ``name`` on the data ``hd`` is cached (keyed by its
+    hyperparameters and the captions' tokens)."""
     from xmodal.models.hodosh import HodoshKCCA, cache_root, config_hash
 
     setting = get_hodosh_setting(name)
-    key = config_hash(dict(setting.params), HodoshKCCA.SAVE_VERSION)
+    key = config_hash(dict(setting.params), HodoshKCCA.SAVE_VERSION, hd.tokens_digest)
     return cache_root() / "systems" / f"{setting.name.removeprefix('hodosh-')}-{key}"
 
 
@@ -137,7 +138,7 @@ def get_system(name: str, hd=None, retrain: bool = False):
 
     setting = get_hodosh_setting(name)
     hd = hd or load_hodosh_data()
-    d = system_dir(name)
+    d = system_dir(name, hd)
     if (d / "config.json").is_file() and not retrain:
         return HodoshKCCA.load(d, hd)
     system = setting.build().fit(hd)
