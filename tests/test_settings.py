@@ -53,8 +53,13 @@ def _fake_fit(monkeypatch):
         raise RuntimeError("stop before training")
 
     monkeypatch.setattr(hodosh.HodoshKCCA, "fit", fake_fit)
-    monkeypatch.setattr("xmodal.recipes.flickr8k.load_hodosh_data", lambda data=None: object())
+    monkeypatch.setattr("xmodal.recipes.flickr8k.load_hodosh_data", lambda data=None: FakeData)
     return seen
+
+
+class FakeData:
+    """Stands in for HodoshData where only the cache key reads it: its tokens' digest."""
+    tokens_digest = "0" * 12
 
 
 @pytest.mark.parametrize("name", ["tri5sem", "hodosh-tri5sem-full", "bow5-448"])
@@ -65,7 +70,7 @@ def test_train_setting_is_exactly_the_registered_model(monkeypatch, tmp_path, na
     monkeypatch.setenv("XMODAL_CACHE", str(tmp_path))
     seen = _fake_fit(monkeypatch)
     with pytest.raises(RuntimeError, match="stop"):
-        flickr8k.get_system(name, hd=object())
+        flickr8k.get_system(name, hd=FakeData)
     result = CliRunner().invoke(app, ["train", "kcca", "--setting", name,
                                       "--out", str(tmp_path / "m")])
     assert isinstance(result.exception, RuntimeError)
