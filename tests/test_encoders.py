@@ -231,3 +231,30 @@ def test_mpnet_onnx_matches_sentence_transformers(cache, monkeypatch):
     assert (out["onnx"] * out["torch"]).sum(1).min() >= 0.9999
     S = out["onnx"] @ out["onnx"].T
     assert S[0, 1] > S[0, 2] + 0.3
+
+
+def test_quick_start_creates_text_sessions_without_prepacked_weights(monkeypatch, tmp_path):
+    """``xmodal search`` creates its sentence-encoder session without prepacking (quicker to
+    create); outside the block the sessions prepack their weights (quicker to run)."""
+    import onnxruntime as ort
+
+    from xmodal.features import onnx_engine
+
+    prepacking = []
+
+    class Recorder:
+        def __init__(self, path, opts, providers):
+            try:
+                prepacking.append(opts.get_session_config_entry("session.disable_prepacking"))
+            except Exception:  # noqa: BLE001 - ONNX Runtime raises when the entry is not set
+                prepacking.append("0")
+
+    monkeypatch.setattr(ort, "InferenceSession", Recorder)
+    monkeypatch.setattr(onnx_engine, "_SESSIONS", {})
+    model = tmp_path / "text.onnx"
+    model.write_bytes(b"x")
+    with onnx_engine.quick_start():
+        onnx_engine.text_session(model, export=None)
+    onnx_engine.text_session(model, export=None)
+    onnx_engine.text_session(model, export=None)  # the same session again: cached
+    assert prepacking == ["1", "0"]

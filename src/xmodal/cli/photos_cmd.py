@@ -253,6 +253,8 @@ def search_command(
     text = " ".join(query)
     if not text.strip():
         raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
+    from xmodal.features.onnx_engine import quick_start
+
     if ann is not None:
         from xmodal.scale.ann_search import search_text
 
@@ -260,12 +262,15 @@ def search_command(
                 or sort != "relevance":
             raise XmodalError("--ann searches take a sentence only: filters, --like, --not and "
                               "--sort work on a photo database (--db)")
-        _print_results(f"search: {text}", search_text(ann, text, k, nprobe), as_json, text)
+        with quick_start():
+            found = search_text(ann, text, k, nprobe)
+        _print_results(f"search: {text}", found, as_json, text)
         return
     filters = _filters(after, before, place, near, km, camera, under)
     index = _open(db, model)
-    answer = index.find(query, k, filters=filters, sort=sort, min_relevance=min_score,
-                        like=like, unlike=unlike)
+    with quick_start():  # one query in this process: a session quicker to create wins
+        answer = index.find(query, k, filters=filters, sort=sort, min_relevance=min_score,
+                            like=like, unlike=unlike)
     _print_answer(f"search: {text}", answer, as_json, text)
 
 

@@ -16,6 +16,8 @@ import hashlib
 import json
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -137,17 +139,43 @@ def set_inference_threads(n: int | None) -> None:
     _THREAD.threads = n
 
 
-def _session(path: Path, export) -> object:
-    """One ONNX Runtime session per model file, thread count and process; exports the file when
-    missing and re-exports it once when it cannot be loaded (a truncated or stale export)."""
+_QUICK_START = False
+
+
+@contextmanager
+def quick_start() -> Iterator[None]:
+    """For a one-shot process (``xmodal search``): inside the block, the sentence encoders'
+    sessions are created without prepacking their weights. MPNet's session is then created in
+    0.04 s instead of 0.30 s, and one query takes 54-63 ms instead of 21 (later ones 22 ms
+    against 13-14, which the server would feel): 0.2 s less for a search."""
+    global _QUICK_START
+    before, _QUICK_START = _QUICK_START, True
+    try:
+        yield
+    finally:
+        _QUICK_START = before
+
+
+def text_session(path: Path, export) -> object:
+    """A sentence encoder's session (without prepacked weights inside :func:`quick_start`)."""
+    return _session(path, export, prepack=not _QUICK_START)
+
+
+def _session(path: Path, export, prepack: bool = True) -> object:
+    """One ONNX Runtime session per model file, thread count, prepacking and process; exports
+    the file when missing and re-exports it once when it cannot be loaded (a truncated or stale
+    export). ``prepack=False``: ONNX Runtime does not reorder the weights for its matrix kernels
+    (much quicker to create, slower to run: :func:`quick_start`)."""
     limit = getattr(_THREAD, "threads", None)
-    key = f"{path}|{limit}"
+    key = f"{path}|{limit}|{prepack}"
     with _LOCK:
         if key not in _SESSIONS:
             import onnxruntime as ort
 
             opts = ort.SessionOptions()
             opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            if not prepack:
+                opts.add_session_config_entry("session.disable_prepacking", "1")
             threads = limit or os.environ.get("XMODAL_THREADS")
             if threads:
                 opts.intra_op_num_threads = int(threads)
@@ -334,7 +362,7 @@ def minilm_tokenizer():
 
 def mpnet_forward(texts: list[str]) -> np.ndarray:
     """(n, 768) float32 unit MPNet sentence embeddings, by ONNX Runtime."""
-    session = _session(mpnet_model_path(), export_mpnet)
+    session = text_session(mpnet_model_path(), export_mpnet)
     tok = _tokenizer(str(mpnet_dir() / "tokenizer.json"), MPNET_MAX_TOKENS, "<pad>")
     enc = tok.encode_batch(list(texts))
     ids = np.array([e.ids for e in enc], dtype=np.int64)
@@ -361,7 +389,7 @@ def prepare_text_encoder(name: str | None) -> bool:
 
 def minilm_forward(texts: list[str]) -> np.ndarray:
     """(n, 384) float32 unit MiniLM sentence embeddings, by ONNX Runtime."""
-    session = _session(minilm_model_path(), export_minilm)
+    session = text_session(minilm_model_path(), export_minilm)
     enc = minilm_tokenizer().encode_batch(list(texts))
     ids = np.array([e.ids for e in enc], dtype=np.int64)
     mask = np.array([e.attention_mask for e in enc], dtype=np.int64)
