@@ -20,7 +20,6 @@ Writes ``benchmarks/results/decode_formats.json``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import shutil
@@ -28,11 +27,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks._record import record
-from benchmarks.index_profile import make_sets
+from benchmarks.index_profile import hash_decode_rate, make_sets
 from xmodal.paths import models_dir
 
 
@@ -64,21 +62,11 @@ def convert(src: Path, dest: Path, fmt: str) -> None:
 
 
 def decode_rate(folder: Path, square: int) -> float:
-    from xmodal.index import scan
-
     files = sorted(str(p) for p in folder.iterdir())
-
-    def one(path: str) -> bool:
-        data, _ = scan.read_bytes(path)
-        hashlib.sha1(data).hexdigest()
-        return scan.load_checked(path, data, square)[0] is not None
-
-    t = time.perf_counter()
-    with ThreadPoolExecutor(2) as pool:
-        ok = sum(pool.map(one, files))
+    rate, ok = hash_decode_rate(files, square)
     if ok != len(files):
         raise SystemExit(f"{len(files) - ok} of {folder} could not be decoded")
-    return len(files) / (time.perf_counter() - t)
+    return rate
 
 
 def index_wall(folder: Path, db: Path, work: Path) -> float:
