@@ -10,7 +10,7 @@ import pytest
 
 from xmodal.data.flickr8k import CrowdJudgment, ExpertJudgment
 from xmodal.errors import XmodalError
-from xmodal.index.calibration import ASSET, Calibrator, load_calibrator
+from xmodal.index.calibration import ASSETS, Calibrator, asset_path, load_calibrator
 from xmodal.recipes import calibration as R
 
 
@@ -78,6 +78,15 @@ def test_load_calibrator_only_for_its_model(tmp_path):
     assert load_calibrator("m@2", path) is None
     assert load_calibrator("m@1", tmp_path / "missing.json") is None
     assert load_calibrator("openclip:ViT-B-32:x") is None  # the shipped file is for "dual"
+    assert load_calibrator("dual@000000000000") is None  # the shipped file is for another id
+
+
+def test_each_model_name_has_its_own_calibration_file_and_odd_ids_have_none():
+    assert asset_path("dual@a32d706e77a1") == ASSETS / "dual" / "calibration.json"
+    assert asset_path("fast@b58b9eae49be") == ASSETS / "fast" / "calibration.json"
+    for odd in ("../dual@1", "openclip:ViT-B-32:x", "a/b@1", "", "Dual@1"):
+        assert asset_path(odd) is None, odd
+        assert load_calibrator(odd) is None
 
 
 # ----- metrics by hand ----------------------------------------------------------------------------
@@ -197,18 +206,24 @@ def test_flickr8k_pairs_split_by_photo(judged, flickr8k):
     assert all(len(h) == 1 for h in halves.values())
 
 
-@pytest.fixture(scope="module")
-def shipped():
-    if not ASSET.is_file():
-        pytest.skip(f"no shipped calibrator at {ASSET} (python -m xmodal.recipes.calibration)")
-    return Calibrator.from_json(ASSET.read_text())
+@pytest.fixture(scope="module", params=R.MODELS)
+def shipped(request):
+    asset = R.outputs(request.param)[2]
+    if not asset.is_file():
+        pytest.skip(f"no shipped calibrator at {asset} (python -m xmodal.recipes.calibration "
+                    f"--model {request.param})")
+    return Calibrator.from_json(asset.read_text())
 
 
-def test_shipped_calibrator_is_for_the_default_model_and_well_formed(shipped):
+def test_shipped_calibrator_is_for_its_model_and_well_formed(shipped):
+    """Each shipped model (the default and ``fast``) finds its own calibrator, and its
+    provenance matches the results file it names."""
     from xmodal.factory import load_embedding_model
     from xmodal.index.photo_index import model_id
 
-    mid = model_id(load_embedding_model(None), None)
+    name = shipped.model_id.split("@")[0]
+    spec = None if name == "dual" else name
+    mid = model_id(load_embedding_model(spec), spec)
     assert load_calibrator(mid) == shipped
     assert shipped.model_id == mid
     p = shipped.probability(np.linspace(-1, 1, 201))
@@ -217,6 +232,7 @@ def test_shipped_calibrator_is_for_the_default_model_and_well_formed(shipped):
     for key in ("command", "git_commit", "method", "fitting_half", "evaluation_half"):
         assert key in prov, key
     results = json.loads((R.REPO / prov["results"]).read_text())["results"]
+    assert prov["results"] == f"benchmarks/results/{R.outputs(name)[0]}.json"
     assert results["model_id"] == mid
     assert results["calibrator"]["threshold"] == pytest.approx(shipped.threshold)
     ev = results["evaluation_half"]
@@ -230,9 +246,11 @@ def test_shipped_calibration_error_meets_the_target(shipped):
     assert ev["pairs"] > 20000
 
 
-@pytest.mark.xfail(strict=True, reason="issue 31 item 4 is not met: the default model's score "
-                   "reaches precision >= 0.8 and recall >= 0.7 of shown pairs at no threshold, "
-                   "not even on the fitting half (benchmarks/results/calibration.json)")
+@pytest.mark.xfail(strict=True, reason="issue 31 item 4 is not met: no shipped model's score "
+                   "reaches precision >= 0.8 and recall >= 0.7 of shown pairs at any threshold, "
+                   "not even on the fitting half (best precision at recall 0.7: 0.30 default, "
+                   "0.28 fast), and the crowd predicts the experts' label with recall 0.64 "
+                   "(benchmarks/results/calibration_ceiling.json)")
 def test_shipped_cutoff_meets_the_precision_and_recall_targets(shipped):
     ev = shipped.provenance["evaluation_half"]
     assert ev["precision"] >= R.TARGET_PRECISION and ev["recall"] >= R.TARGET_RECALL
@@ -246,7 +264,8 @@ def test_shipped_calibrator_refits_from_the_cached_scores(shipped, judged, flick
 
     cache = cache_dir() / "calibration"
     if R.cached_scores(shipped.model_id, cache) is None:
-        R.compute(flickr8k_root, cache=cache, fit_only=True)
+        R.compute(flickr8k_root, cache=cache, fit_only=True,
+                  model_name=shipped.model_id.split("@")[0])
     saved = R.cached_scores(shipped.model_id, cache)
     s, image_ids, caption_ids = saved
     scores, labels, _, groups = R.pair_arrays(judged, s, image_ids, caption_ids)
@@ -259,3 +278,15 @@ def test_shipped_calibrator_refits_from_the_cached_scores(shipped, judged, flick
     assert cal.threshold == pytest.approx(shipped.threshold, abs=1e-9)
     x = np.linspace(-1, 1, 401)
     assert np.allclose(cal.probability(x), shipped.probability(x), atol=1e-9)
+
+
+def test_the_ceiling_benchmark_reads_the_best_cutoffs_off_a_hand_computed_example():
+    from benchmarks.calibration_ceiling import best_precision_and_recall, precision_at_recall
+
+    scores, labels = np.array([0.9, 0.8, 0.7, 0.6, 0.5]), np.array([1, 0, 1, 0, 1])
+    # cutoffs from the top: (P, R) = (1, 1/3), (1/2, 1/3), (2/3, 2/3), (1/2, 2/3), (3/5, 1)
+    got = best_precision_and_recall(scores, labels, precision=0.8, recall=0.7)
+    assert got["best_precision_at_recall_0.7"] == pytest.approx(0.6)
+    assert got["best_recall_at_precision_0.8"] == pytest.approx(1 / 3)
+    assert got["auc"] == pytest.approx(0.5)  # 3 of the 6 (match, non-match) pairs in order
+    assert precision_at_recall(scores, labels, 0.5) == pytest.approx(2 / 3)

@@ -5,11 +5,11 @@ vector and the indexed image vector) to the probability that a person would call
 match for the sentence. It is a monotone step function stored as breakpoints and evaluated with
 linear interpolation between them (clipped at both ends), so searching needs numpy only.
 
-The default model's calibrator ships as ``xmodal/assets/dual/calibration.json``; it is fitted on
-Flickr8K's crowd and expert judgments by :mod:`xmodal.recipes.calibration`
-(``python -m xmodal.recipes.calibration``). :func:`load_calibrator` returns it only for the
-model it was fitted for: scores of another model mean something else, so other models get
-``None`` (no cutoff).
+Each shipped model's calibrator ships beside it as ``xmodal/assets/<name>/calibration.json``
+(``dual``, the default, and ``fast``); it is fitted on Flickr8K's crowd and expert judgments by
+:mod:`xmodal.recipes.calibration` (``xmodal reproduce calibration --model NAME``).
+:func:`load_calibrator` returns one only for the model it was fitted for: scores of another model
+mean something else, so other models get ``None`` (no cutoff).
 
 Use::
 
@@ -22,6 +22,7 @@ Use::
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,15 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 
-ASSET = Path(__file__).resolve().parents[1] / "assets" / "dual" / "calibration.json"
+ASSETS = Path(__file__).resolve().parents[1] / "assets"
+ASSET = ASSETS / "dual" / "calibration.json"  # the default model's
+
+
+def asset_path(model_id: str) -> Path | None:
+    """Where the shipped calibrator of ``model_id`` ("<name>@<digest>") would be:
+    ``assets/<name>/calibration.json``; None for an id that names no plain asset folder."""
+    name = str(model_id).split("@", 1)[0]
+    return ASSETS / name / "calibration.json" if re.fullmatch(r"[a-z0-9_]+", name) else None
 
 
 @dataclass
@@ -98,10 +107,13 @@ class Calibrator:
 
 
 def load_calibrator(model_id: str, path: str | Path | None = None) -> Calibrator | None:
-    """The calibrator at ``path`` (default: the shipped one) when it was fitted for
-    ``model_id``, else ``None`` (no cutoff)."""
+    """The calibrator at ``path`` (default: the one shipped for the model, see
+    :func:`asset_path`) when it was fitted for ``model_id``, else ``None`` (no cutoff)."""
+    path = path or asset_path(model_id)
+    if path is None:
+        return None
     try:
-        text = Path(path or ASSET).read_text()
+        text = Path(path).read_text()
     except OSError:
         return None
     cal = Calibrator.from_json(text)
