@@ -389,6 +389,23 @@ def test_min_score_hides_and_says_so(tmp_path):
     assert res.exit_code == 0 and "No photo matches 'yellow' well" in res.output
 
 
+def test_min_score_outside_its_range_is_refused(tmp_path):
+    """'--min-score 50' (read as 50%) used to hide every photo and answer 'no good match'."""
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    Image.new("RGB", (40, 30), (250, 0, 0)).save(folder / "red.png")
+    index = PhotoIndex(tmp_path / "p.db", model=ColourModel())
+    index.update(folder, progress=False)
+    for bad in (50, 1.01, -1.5, float("nan")):
+        with pytest.raises(XmodalError, match="from 0 to 1"):
+            index.find("red", 3, min_relevance=bad)
+    assert len(index.find("red", 3, min_relevance=1).results) <= 1  # the ends are allowed
+    assert len(index.find("red", 3, min_relevance=-1).results) == 1
+    res = CliRunner().invoke(app, ["search", "red", "--db", str(tmp_path / "p.db"),
+                                   "--min-score", "50", "--model", FAKE])
+    assert isinstance(res.exception, XmodalError) and "0.2 is 20%" in str(res.exception)
+
+
 def test_indexing_prepares_the_query_encoder(tmp_path):
     """The first search after 'xmodal index' must not export the text tower (issue 32)."""
     class Preparing(ColourModel):

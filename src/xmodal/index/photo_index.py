@@ -561,6 +561,9 @@ class PhotoIndex:
             raise XmodalError("k must be at least 1 and offset at least 0")
         if sort not in SORTS:
             raise XmodalError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+        if min_relevance is not None and not -1 <= min_relevance <= 1:  # NaN fails too
+            raise XmodalError(f"the cutoff (--min-score) must be from 0 to 1 (a probability: "
+                              f"0.2 is 20%; a raw score from -1 to 1), not {min_relevance}")
         terms = query if query and isinstance(query[0], Term) else \
             (parse_query(query) if query else [])
         terms = [*terms, *(_image_term(x) for x in like), *(Term(t, "text", -1.0)
