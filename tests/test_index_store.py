@@ -93,6 +93,27 @@ def test_big_camera_jpegs_heic_and_avif_are_indexed_and_big_pngs_refused(tmp_pat
     assert Path(index.search("blue", k=1)[0].path).name == "web.avif"
 
 
+def test_a_photo_turned_by_exif_reports_its_upright_size(tmp_path):
+    """A phone's portrait JPEG is stored landscape with EXIF orientation 6: search results and
+    the duplicates table used to report 2000 x 1500 for a photo seen (and thumbnailed) as
+    1500 x 2000."""
+    from xmodal.index import duplicates as dup
+
+    root = tmp_path / "photos"
+    root.mkdir()
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    for name, options in (("portrait.jpg", {"exif": exif.tobytes()}), ("landscape.jpg", {})):
+        Image.new("RGB", (200, 150), (250, 10, 10)).save(root / name, **options)
+    index = PhotoIndex(tmp_path / "db.sqlite", model=ColourModel())
+    index.update(root, progress=False)
+    sizes = {Path(r.path).name: (r.width, r.height)
+             for r in index.find("red", 2, min_relevance=0).results}
+    assert sizes == {"portrait.jpg": (150, 200), "landscape.jpg": (200, 150)}
+    group, = dup.find_duplicates(index)
+    assert {Path(m.path).name: (m.width, m.height) for m in group.members} == sizes
+
+
 def test_heic_reaches_the_tower_through_its_embedded_copy(tmp_path, monkeypatch):
     """An iPhone-style HEIC (a 320 x 240 copy inside) reaches a 260-px tower through its copy,
     upright and close to the photo decoded whole; without a big-enough copy, or when asked

@@ -112,8 +112,8 @@ def load_checked(
     ``square``, resized to ``square`` x ``square`` as an image tower reads it (a JPEG is then
     decoded straight at the smallest scale that still covers that size: one resize; a HEIC's
     embedded copy is decoded instead of the photo when it is big enough, unless ``thumbnails``
-    is False: see :data:`HEIF_THUMBNAIL_MIN_SHARE`); its stored size is in
-    ``image.info["original_size"]``.
+    is False: see :data:`HEIF_THUMBNAIL_MIN_SHARE`); its full size, upright (EXIF orientation
+    applied), is in ``image.info["original_size"]``.
 
     Refuses empty files, files over MAX_BYTES, images over MAX_PIXELS (JPEG: JPEG_MAX_PIXELS;
     checked from the header, before decoding) and truncated or corrupt data (the whole image is
@@ -150,6 +150,8 @@ def load_checked(
                     im.draft(im.mode, (need, need))  # pillow-heif: an embedded copy that fits
                 im.load()
                 out = ImageOps.exif_transpose(im).convert("RGB")
+                if out.size != im.size:  # EXIF orientation 5-8: the photo is seen on its side
+                    size = size[::-1]
                 if square:
                     out = out.resize((square, square), Image.BILINEAR)
                 else:
