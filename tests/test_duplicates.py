@@ -222,6 +222,40 @@ def test_move_then_undo_restores_identical_files(collection, tmp_path):
     assert twice.restored == [] and len(twice.skipped) == 12
 
 
+def test_moved_copies_leave_the_search_results(collection, tmp_path):
+    """After --move-to, searches used to list the moved copies at paths that no longer exist
+    (until the next 'xmodal index'); after --undo, indexing finds them again."""
+    from fake_models import ColourModel
+
+    root, families, db = collection
+
+    def searched() -> set[str]:
+        index = PhotoIndex(db, model=ColourModel())
+        try:
+            return {r.path for r in index.find("blue", 30, min_relevance=0).results}
+        finally:
+            index.close()
+
+    before = searched()
+    log = tmp_path / "moves.jsonl"
+    res = runner.invoke(app, ["duplicates", "--db", str(db), "--move-to",
+                              str(tmp_path / "aside"), "--log", str(log), "--json", "-q"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["moved"]["unindexed"] == 12
+    assert searched() == {p for p in before if Path(p).exists()} and len(before) == 18
+    res = runner.invoke(app, ["duplicates", "--undo", str(log), "-q"])
+    assert "'xmodal index FOLDER' makes them searchable again" in res.output
+    index_folder(root, db)
+    assert searched() == before
+    from xmodal.index.photo_index import writer_lock
+
+    with writer_lock(db):  # an 'xmodal index' at work: the files move, the index waits
+        res = runner.invoke(app, ["duplicates", "--db", str(db), "--move-to",
+                                  str(tmp_path / "aside2"), "-q"])
+    assert res.exit_code == 0 and "another 'xmodal index' is updating" in res.output
+    assert not (root / "sea" / "small.png").exists()
+
+
 def test_a_crash_mid_move_is_undone_from_the_log(collection, tmp_path, monkeypatch):
     root, families, db = collection
     before = {p: sha1(p) for p in root.rglob("*") if p.is_file()}

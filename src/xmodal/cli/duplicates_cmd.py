@@ -57,6 +57,16 @@ def _print_groups(groups) -> None:
                   "(--move-to DIR moves them aside)")
 
 
+def _unindex(index, paths: list[str]) -> int:
+    """Drop moved files from the index; with another writer at work, say so and go on."""
+    try:
+        return index.remove(paths)
+    except XmodalError:  # the writer lock: an 'xmodal index' (or --watch) is at work
+        console.print("[yellow]warning:[/] another 'xmodal index' is updating the index: until "
+                      "it or the next one ends, searches may list the moved files where they were")
+        return 0
+
+
 @app.command("duplicates")
 def duplicates_command(
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
@@ -111,7 +121,9 @@ def duplicates_command(
         if as_json:
             typer.echo(json.dumps(report.to_dict(), indent=2))
             return
-        console.print(f"moved {len(report.restored)} file(s) back from the log {undo}")
+        console.print(f"moved {len(report.restored)} file(s) back from the log {undo}"
+                      + ("; 'xmodal index FOLDER' makes them searchable again"
+                         if report.restored else ""))
         for s in report.skipped:
             console.print(f"  [yellow]left:[/] {s['path']}: {s['reason']}")
         return
@@ -126,10 +138,12 @@ def duplicates_command(
             index, threshold=dup.THRESHOLD if threshold is None else threshold,
             hash_weight=dup.HASH_WEIGHT if hash_weight is None else hash_weight,
             under=under, progress=not quiet)
-        moved = None
+        moved, unindexed = None, 0
         if move_to is not None:
             moved = dup.move_duplicates(groups, move_to, log, progress=not quiet,
                                         dry_run=dry_run)
+            if moved.moved and not dry_run:  # else searches list paths that are gone
+                unindexed = _unindex(index, [m["from"] for m in moved.moved])
     finally:
         index.close()
     if as_json:
@@ -138,7 +152,7 @@ def duplicates_command(
                "hash_weight": dup.HASH_WEIGHT if hash_weight is None else hash_weight,
                "groups": [g.to_dict() for g in groups]}
         if moved is not None:
-            out["moved"] = {**moved.to_dict(), "dry_run": dry_run}
+            out["moved"] = {**moved.to_dict(), "dry_run": dry_run, "unindexed": unindexed}
         typer.echo(json.dumps(out, indent=2))
         return
     if not groups:
@@ -148,7 +162,8 @@ def duplicates_command(
         _print_groups(groups)
         return
     verb = "would move" if dry_run else "moved"
-    console.print(f"{verb} {len(moved.moved)} file(s) to {moved.dest}")
+    console.print(f"{verb} {len(moved.moved)} file(s) to {moved.dest}"
+                  + (f" and removed {unindexed} from the index" if unindexed else ""))
     if dry_run:
         for m in moved.moved:
             console.print(f"  {m['from']} -> {m['to']}")

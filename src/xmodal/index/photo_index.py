@@ -34,7 +34,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
@@ -487,6 +487,17 @@ class PhotoIndex:
                 self.store.delete_files(conn, gone)
             self.ann.rebuild()
         return len(gone)
+
+    def remove(self, paths: Iterable[str | os.PathLike]) -> int:
+        """Remove the records of these files (moved away or deleted by the caller); returns
+        how many were indexed. Unlike :meth:`prune`, nothing else is looked at."""
+        ids = [i for i in (self.store.file_id(os.path.abspath(p)) for p in paths)
+               if i is not None]
+        if ids:
+            with writer_lock(self.db_path), self.store.transaction() as conn:
+                self.store.delete_files(conn, ids)
+            self.ann.rebuild()
+        return len(ids)
 
     def rebuild_ann(self) -> int:
         """Rebuild the FAISS index from SQLite (e.g. after deleting the .faiss file)."""
