@@ -164,6 +164,18 @@ def test_photos_status_lists_skipped(indexed):
     assert [s["path"] for s in info["skipped_files"]] == [str(root / "broken.jpg")]
 
 
+def test_prune_and_forget_print_json(indexed):
+    """Every photo command takes --json; prune and forget refused it."""
+    root, db, _ = indexed
+    (root / "yellow.png").unlink()
+    res = runner.invoke(app, ["prune", "--db", str(db), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout) == {"removed": 1}
+    res = runner.invoke(app, ["forget", str(root / "a"), "--db", str(db), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout) == {"folder": str(root / "a"), "removed": 2}
+
+
 def run_main(monkeypatch, capsys, *args: str) -> tuple[int, str]:
     """``xmodal ARGS`` through the real entry point (error handling included), in-process."""
     from xmodal.cli import main
@@ -199,6 +211,10 @@ def test_help_has_examples():
     for cmd in ("index", "search", "similar", "describe", "demo"):
         res = runner.invoke(app, [cmd, "--help"])
         assert res.exit_code == 0 and "Example" in res.output, cmd
+    from xmodal.cli.demo_cmd import DEFAULT_QUERIES  # the help said three; the demo ran four
+
+    demo = runner.invoke(app, ["demo", "--help"], env={"COLUMNS": "300"}).output
+    assert all(repr(q) in demo for q in DEFAULT_QUERIES) and "three" not in demo
 
 
 def test_demo_on_a_folder_with_fake_model(indexed, tmp_path):

@@ -74,7 +74,8 @@ def demo_command(
         None, "--db", help="Database to use (default: a temporary one, removed afterwards)."
     ),
     query: list[str] | None = typer.Option(
-        None, "--query", "-q", help="A search to run (repeatable; default: three examples)."
+        None, "--query", "-q", help="A search to run (repeatable; default: "
+        + ", ".join(repr(q) for q in DEFAULT_QUERIES) + ")."
     ),
     k: int = typer.Option(3, "-k", "--top", help="Results shown per search."),
     model: str | None = typer.Option(None, "--model", help="Embedding model (default: built in)."),

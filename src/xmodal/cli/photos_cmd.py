@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -419,6 +420,7 @@ def _print_facets(facets: dict, as_json: bool) -> None:
 def forget_command(
     folder: Path = typer.Argument(..., help="An indexed folder (it may no longer exist)."),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON: {folder, removed}."),
 ) -> None:
     """Remove a folder's photos from the index (e.g. after deleting or moving the folder).
 
@@ -427,11 +429,17 @@ def forget_command(
     from xmodal.index import PhotoIndex
 
     n = PhotoIndex(db, create=False).forget(folder)
+    if as_json:
+        typer.echo(json.dumps({"folder": os.path.abspath(folder.expanduser()), "removed": n}))
+        return
     console.print(f"removed {n} file records under {folder}")
 
 
 @app.command("prune")
-def prune_command(db: Path | None = typer.Option(None, "--db", help=DB_HELP)) -> None:
+def prune_command(
+    db: Path | None = typer.Option(None, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON: {removed}."),
+) -> None:
     """Remove the records of indexed files that no longer exist, in every indexed folder.
 
     Example: xmodal prune --db photos.db
@@ -439,4 +447,7 @@ def prune_command(db: Path | None = typer.Option(None, "--db", help=DB_HELP)) ->
     from xmodal.index import PhotoIndex
 
     n = PhotoIndex(db, create=False).prune()
+    if as_json:
+        typer.echo(json.dumps({"removed": n}))
+        return
     console.print(f"removed {n} records of missing files")
