@@ -363,6 +363,14 @@ def test_combined_and_negative_queries(tmp_path):
         index.find(["red", "-", "red"], 3)
 
 
+def test_a_sentence_that_starts_with_a_time_of_day_is_not_weighed():
+    """'12:30 lunch' was read as weight 12 on '30 lunch'; '0:00 fireworks' was refused."""
+    for text in ("12:30 lunch on a terrace", "0:00 fireworks", "5:45 am sunrise"):
+        assert [(t.value, t.weight) for t in parse_query(text)] == [(text, 1.0)]
+    assert [(t.value, t.weight) for t in parse_query("a dog + 2.5: 3 cats")] == [
+        ("a dog", 1.0), ("3 cats", 2.5)]
+
+
 def test_min_score_hides_and_says_so(tmp_path):
     folder = tmp_path / "photos"
     folder.mkdir()

@@ -23,7 +23,8 @@ import numpy as np
 from xmodal.data.folder import IMAGE_EXTENSIONS
 from xmodal.errors import XmodalError
 
-_WEIGHT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*:(?!//)(.+)$", re.S)
+# "2:a dog" weighs "a dog" by 2; "12:30 lunch" starts with a time of day, not a weight
+_WEIGHT = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*:(?!//|\d)(.+)$", re.S)
 _OPERATOR = re.compile(r"(?:^|\s)([+-])(?=\s|$)")
 
 
