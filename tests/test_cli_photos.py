@@ -200,6 +200,9 @@ def test_user_errors_exit_2_with_a_clear_message(tmp_path, monkeypatch, capsys):
     code, msg = run_main(monkeypatch, capsys, "describe", str(tmp_path / "x.jpg"),
                          "--captions", str(tmp_path / "none.txt"), "--model", FAKE)
     assert code == 2 and "not found" in msg
+    for cmd in (["search", "a dog"], ["similar", "x.jpg"], ["describe", "x.jpg"]):
+        code, msg = run_main(monkeypatch, capsys, *cmd, "-k", "0")  # said '... and offset'
+        assert code == 2 and "'-k'" in msg and "offset" not in msg, cmd
 
 
 def test_the_module_entry_point_runs(tmp_path):

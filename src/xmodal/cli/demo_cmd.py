@@ -77,7 +77,7 @@ def demo_command(
         None, "--query", "-q", help="A search to run (repeatable; default: "
         + ", ".join(repr(q) for q in DEFAULT_QUERIES) + ")."
     ),
-    k: int = typer.Option(3, "-k", "--top", help="Results shown per search."),
+    k: int = typer.Option(3, "-k", "--top", help="Results shown per search.", min=1),
     model: str | None = typer.Option(None, "--model", help="Embedding model (default: built in)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON: a list of {query, results}."),
 ) -> None:

@@ -205,7 +205,7 @@ def search_command(
                                       " each with an optional weight W: ('2:a golden retriever' "
                                       "+ pool.jpg - people)."),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
-    k: int = typer.Option(10, "-k", "--top", help="Number of results."),
+    k: int = typer.Option(10, "-k", "--top", help="Number of results.", min=1),
     like: list[str] = typer.Option([], "--like", help="An example image to add to the query "
                                    "(repeatable; W:path weighs it)."),
     unlike: list[str] = typer.Option([], "--not", help="A sentence to push away (repeatable)."),
@@ -279,7 +279,7 @@ def search_command(
 def similar_command(
     image: Path = typer.Argument(..., help="An image: indexed or not."),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
-    k: int = typer.Option(10, "-k", "--top", help="Number of results."),
+    k: int = typer.Option(10, "-k", "--top", help="Number of results.", min=1),
     after: str | None = AFTER, before: str | None = BEFORE, place: str | None = PLACE,
     near: str | None = NEAR, km: float | None = KM, camera: str | None = CAMERA,
     under: Path | None = UNDER, sort: str = SORT,
@@ -310,7 +310,7 @@ def describe_command(
     captions: Path = typer.Option(
         ..., "--captions", help="Pool of captions: one per line, id<TAB>caption, CSV or JSONL."
     ),
-    k: int = typer.Option(5, "-k", "--top", help="Number of captions."),
+    k: int = typer.Option(5, "-k", "--top", help="Number of captions.", min=1),
     model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
     as_json: bool = typer.Option(
         False, "--json", help="Print JSON: {image, results: [{caption, score}]}"
