@@ -195,6 +195,27 @@ def test_filter_errors_are_clear(photos, tmp_path, monkeypatch):
         index.find("red", 3, sort="size")
 
 
+def test_a_place_written_as_results_show_it_filters(photos, tmp_path):
+    """'--place "Paris, France"' (or the whole 'Paris, Île-de-France, France' that results and
+    facets show) found nothing: only a single name matched."""
+    folder, planned = photos
+    index = PhotoIndex(tmp_path / "p.db", model=ColourModel())
+    index.update(folder, progress=False)
+
+    def found(place: str) -> set[str]:
+        return {r.path for r in index.find("red", 100, filters=PhotoFilter(place=place),
+                                           min_relevance=0).results}
+
+    shown = {r.place for r in index.find("red", 100, min_relevance=0).results if r.place}
+    assert len(shown) == len(PLACES)
+    for key, (_, _, city, country) in PLACES.items():
+        name = next(s for s in shown if s.startswith(city))
+        want = {str(folder / p.name) for p in planned if p.place == key}
+        assert found(name) == found(f"{city}, {country}") == found(f" {city} ,") == want
+    with pytest.raises(XmodalError, match="no indexed photo passes"):
+        found("Paris, Portugal")
+
+
 def test_cli_filters_json(photos, tmp_path):
     folder, planned = photos
     db = tmp_path / "p.db"

@@ -105,7 +105,8 @@ AFTER = typer.Option(None, "--after", help="Taken in or after this year, month o
 BEFORE = typer.Option(None, "--before", help="Taken in or before this year, month or day.",
                       rich_help_panel=FILTER_HELP)
 PLACE = typer.Option(None, "--place", help="Taken in this city, region or country "
-                     "(any case; from GPS, offline).", rich_help_panel=FILTER_HELP)
+                     "(any case; from GPS, offline), or 'Paris, France' as results show it.",
+                     rich_help_panel=FILTER_HELP)
 NEAR = typer.Option(None, "--near", help="Taken near LAT,LON (degrees), e.g. 38.72,-9.14.",
                     rich_help_panel=FILTER_HELP)
 KM = typer.Option(None, "--km", help="Radius for --near in km (default 10).",

@@ -63,7 +63,8 @@ class PhotoFilter:
     """Which photos a search may return. Dates are inclusive periods: ``after="2023"`` keeps
     photos taken on 1 January 2023 or later, ``before="2023-06"`` those taken up to the end of
     June 2023. ``place`` matches a city, region, country or country code (any case, accents
-    optional); ``camera`` a part of the camera's make and model."""
+    optional), or several joined by commas ("Paris, France": each must match); ``camera`` a
+    part of the camera's make and model."""
 
     after: str | None = None
     before: str | None = None
@@ -110,8 +111,14 @@ class PhotoFilter:
             where.append("m.taken_at < ?")
             params.append(period(self.before)[1])
         if self.place:
-            where.append("f.id IN (SELECT file_id FROM photo_places WHERE name = ?)")
-            params.append(fold(self.place))
+            one = "f.id IN (SELECT file_id FROM photo_places WHERE name = ?)"
+            parts = [fold(p) for p in self.place.split(",") if p.strip()]
+            if len(parts) > 1:  # "Paris, France" as results and facets write it: every part
+                where.append(f"({one} OR ({' AND '.join([one] * len(parts))}))")
+                params += [fold(self.place), *parts]
+            else:
+                where.append(one)
+                params.append(parts[0] if parts else fold(self.place))
         if self.camera:
             keys = store.camera_keys(fold(self.camera))
             where.append(f"m.camera_key IN ({','.join('?' * len(keys))})")
