@@ -105,6 +105,19 @@ def test_search_table_output(indexed):
     assert "red.png" in flat and "blue.jpg" not in flat
 
 
+def test_results_go_to_stdout_unfolded_so_they_can_be_piped(indexed):
+    """A search's table is its result: on stdout (hints stay on stderr), each path whole on
+    one line even when it is longer than a terminal, as `xmodal search ... > found.txt` needs."""
+    root, db, _ = indexed
+    res = run_cli("search", "red", "--db", str(db), "-k", "1")
+    assert res.returncode == 0, res.stderr
+    red = str(root / "red.png")
+    assert any(red in line for line in res.stdout.splitlines()), res.stdout
+    assert red not in res.stderr
+    status = run_cli("photos", "--db", str(db), "--skipped")
+    assert "broken.jpg" in status.stdout and "broken.jpg" not in status.stderr
+
+
 def test_similar_json_has_search_shape(indexed):
     root, db, _ = indexed
     query = root / "yellow.png"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import typer
 from rich.console import Console
 
@@ -16,8 +18,11 @@ app = typer.Typer(
 train_app = typer.Typer(help="Train a model and save it to a directory.", no_args_is_help=True)
 app.add_typer(train_app, name="train")
 
-# Progress bars, tables and messages go to stderr so that --json output on stdout stays clean.
+# Progress bars, warnings and hints go to stderr; a command's result (its table or answer) goes
+# to stdout, so that `xmodal search "a dog" > found.txt` and pipes get it. With --json, stdout
+# holds the JSON only. Piped, the results are laid out wide enough not to fold paths.
 console = Console(stderr=True)
+output = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 240)
 
 
 @app.callback()

@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from xmodal.cli._app import app, console
+from xmodal.cli._app import app, console, output
 from xmodal.errors import XmodalError
 
 DB_HELP = "Photo index database (default: $XMODAL_DB or ~/.local/share/xmodal/photos.db)."
@@ -50,7 +50,7 @@ def _print_groups(groups) -> None:
             table.add_row(str(n) if k == 0 else "", mark, shown, res, _size(m.bytes), date,
                           "" if m.keep else f"{m.similarity:.2f}")
         table.add_section()
-    console.print(table)
+    output.print(table)
     extra = sum(len(g.extra) for g in groups)
     console.print(f"{extra} photo(s) beside the suggested keeps, "
                   f"{_size(sum(g.extra_bytes for g in groups))}; nothing was moved "

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from xmodal.cli._app import app, console
+from xmodal.cli._app import app, console, output
 from xmodal.errors import XmodalError
 
 SHOWN = ["R@1", "R@5", "R@10", "medR", "R-P", "mAP@R", "MAP", "nDCG@10"]
@@ -143,7 +143,7 @@ def eval_command(
             for k in SHOWN
         ]
         table.add_row(name, *cells, str(report["n_queries"][name]))
-    console.print(table)
+    output.print(table)
     _print_paper_metrics(report.get("paper_metrics") or {})
     console.print(f"[dim]metrics as percentages; medR is a rank. {report['elapsed_s']:.2f} s[/]")
 
@@ -188,7 +188,7 @@ def _print_paper_metrics(pm: dict) -> None:
     """The protocol's own paper metrics (corel5k: Lavrenko et al.'s Tables 1 and 2)."""
     ann = pm.get("annotation_top5")
     if ann:
-        console.print(
+        output.print(
             f"top-5 annotation: {ann['n_words_recall_gt0']} of {ann['n_words']} words with "
             f"recall > 0 · mean R {100 * ann['mean_R']:.1f} · mean P {100 * ann['mean_P']:.1f}"
             f" · 49 best words R {100 * ann['best49_mean_R']:.1f} / P "
@@ -200,7 +200,7 @@ def _print_paper_metrics(pm: dict) -> None:
             t.add_column(col, justify="right")
         for n, v in by_len.items():
             t.add_row(n, str(v["n_queries"]), f"{100 * v['P@5']:.1f}", f"{100 * v['MAP']:.1f}")
-        console.print(t)
+        output.print(t)
     ranks = pm.get("with_flickr8k_test_distractors")
     if ranks:  # skimage-ood: the rank of each query's photo
         t = Table(title="rank of the right photo (1 = first)")
@@ -208,8 +208,8 @@ def _print_paper_metrics(pm: dict) -> None:
             t.add_column(col, justify="left" if col == "photo" else "right")
         for name, r in ranks.items():
             t.add_row(name, str(pm["photos_only"][name]), str(r))
-        console.print(t)
-        console.print(f"first: {pm['top1_with_distractors']} with distractors "
+        output.print(t)
+        output.print(f"first: {pm['top1_with_distractors']} with distractors "
                       f"({pm['top1_photos_only']} among the photos alone); top 5: "
                       f"{pm['top5_with_distractors']}")
 
@@ -254,4 +254,4 @@ def models_command(
             estimator += "\n" + ", ".join(f"{k}={v}" for k, v in s.params.items())
         table.add_row(s.name, s.family or "-", estimator, ", ".join(s.protocols) or "any",
                       s.provenance)
-    console.print(table)
+    output.print(table)

@@ -10,7 +10,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from xmodal.cli._app import app, console
+from xmodal.cli._app import app, console, output
 from xmodal.errors import XmodalError
 
 DB_HELP = "Photo index database (default: $XMODAL_DB or ~/.local/share/xmodal/photos.db)."
@@ -63,7 +63,7 @@ def _results_table(title: str, results) -> None:
         if placed:
             row.append(r.place or "")
         table.add_row(*row, r.path)
-    console.print(table)
+    output.print(table)
 
 
 def _print_answer(title: str, answer, as_json: bool, query: str) -> None:
@@ -77,8 +77,8 @@ def _print_answer(title: str, answer, as_json: bool, query: str) -> None:
         best = answer.closest
         how = (f"{100 * best.relevance:.0f}% likely to match" if best.relevance is not None
                else f"score {best.score:.3f}")
-        console.print(f"[yellow]No photo matches {query!r} well.[/] The closest is {best.path} "
-                      f"({how}); show the closest ones with --min-score 0.")
+        output.print(f"[yellow]No photo matches {query!r} well.[/] The closest is {best.path} "
+                     f"({how}); show the closest ones with --min-score 0.")
     elif not answer.results:
         console.print("[yellow]no results: is the index empty? run 'xmodal index FOLDER'[/]")
     elif answer.hidden:
@@ -341,7 +341,7 @@ def describe_command(
     table.add_column("caption", overflow="fold")
     for n, (c, s) in enumerate(ranked, start=1):
         table.add_row(str(n), f"{s:.3f}", c)
-    console.print(table)
+    output.print(table)
 
 
 def _caption_pool(path: Path) -> list[str]:
@@ -388,12 +388,12 @@ def photos_command(
         return
     for key, value in info.items():
         if key not in ("skipped_files", "roots"):
-            console.print(f"{key:>14}: {value}")
+            output.print(f"{key:>14}: {value}")
     for r in info.get("roots", []):
         gone = "" if r["exists"] else "  [yellow](folder missing: xmodal forget it)[/]"
-        console.print(f"  folder: {r['folder']} ({r['files']} files){gone}")
+        output.print(f"  folder: {r['folder']} ({r['files']} files){gone}")
     for item in info.get("skipped_files", []):
-        console.print(f"  skipped: {item['path']} ({item['reason']})")
+        output.print(f"  skipped: {item['path']} ({item['reason']})")
 
 
 def _print_facets(facets: dict, as_json: bool) -> None:
@@ -414,7 +414,7 @@ def _print_facets(facets: dict, as_json: bool) -> None:
             table.add_row(str(name(r)), str(r["count"]))
         if not rows:
             table.add_row("(none)", "0")
-        console.print(table)
+        output.print(table)
 
 
 @app.command("forget")
