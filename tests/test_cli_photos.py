@@ -118,6 +118,25 @@ def test_results_go_to_stdout_unfolded_so_they_can_be_piped(indexed):
     assert "broken.jpg" in status.stdout and "broken.jpg" not in status.stderr
 
 
+def test_search_takes_an_example_image_alone(indexed):
+    root, db, _ = indexed
+    res = runner.invoke(app, ["search", "--like", str(root / "red.png"), "--db", str(db),
+                              "-k", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    paths = [r["path"] for r in out["results"]]
+    assert len(paths) == 2 and str(root / "red.png") not in paths  # the example is left out
+    assert out["query"] == str(root / "red.png")
+    empty = runner.invoke(app, ["search", "--db", str(db)])
+    assert empty.exit_code != 0 and "--like" in str(empty.exception)
+
+
+def test_db_help_names_every_place_the_default_comes_from():
+    for cmd in ("search", "index", "duplicates", "serve"):
+        res = runner.invoke(app, [cmd, "--help"], env={"COLUMNS": "300"})
+        assert "$XDG_DATA_HOME" in res.output and "$XMODAL_DB" in res.output, cmd
+
+
 def test_similar_json_has_search_shape(indexed):
     root, db, _ = indexed
     query = root / "yellow.png"

@@ -9,9 +9,8 @@ import typer
 from rich.table import Table
 
 from xmodal.cli._app import app, console, output
+from xmodal.cli.photos_cmd import DB_HELP
 from xmodal.errors import XmodalError
-
-DB_HELP = "Photo index database (default: $XMODAL_DB or ~/.local/share/xmodal/photos.db)."
 
 
 def _size(n: int) -> str:

@@ -13,7 +13,8 @@ from rich.table import Table
 from xmodal.cli._app import app, console, output
 from xmodal.errors import XmodalError
 
-DB_HELP = "Photo index database (default: $XMODAL_DB or ~/.local/share/xmodal/photos.db)."
+DB_HELP = ("Photo index database (default: $XMODAL_DB, else $XDG_DATA_HOME/xmodal/photos.db, "
+           "else ~/.local/share/xmodal/photos.db).")
 MODEL_HELP = (
     "Embedding model: default dual encoder, a saved model directory, or openclip:ARCH:CKPT."
 )
@@ -201,10 +202,10 @@ def _watch(index, folder: Path, captions, debounce_ms: int, quiet: bool, as_json
 
 @app.command("search")
 def search_command(
-    query: list[str] = typer.Argument(..., help="A sentence describing the photos you want; or "
+    query: list[str] = typer.Argument(None, help="A sentence describing the photos you want; or "
                                       "an expression of sentences and images joined by + and -,"
                                       " each with an optional weight W: ('2:a golden retriever' "
-                                      "+ pool.jpg - people)."),
+                                      "+ pool.jpg - people). May be left out with --like."),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     k: int = typer.Option(10, "-k", "--top", help="Number of results.", min=1),
     like: list[str] = typer.Option([], "--like", help="An example image to add to the query "
@@ -250,11 +251,14 @@ def search_command(
 
       xmodal search "2:golden retriever" + pool.jpg - people
 
+      xmodal search --like pool.jpg --not "people"
+
       xmodal search "a red bus" --ann photos.ann --nprobe 32
     """
-    text = " ".join(query)
-    if not text.strip():
-        raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
+    text = " ".join(query or [])
+    if not text.strip() and not (like and ann is None):
+        raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'"
+                          " (or an example image with --like)")
     from xmodal.features.onnx_engine import quick_start
 
     if ann is not None:
@@ -271,8 +275,9 @@ def search_command(
     filters = _filters(after, before, place, near, km, camera, under)
     index = _open(db, model)
     with quick_start():  # one query in this process: a session quicker to create wins
-        answer = index.find(query, k, filters=filters, sort=sort, min_relevance=min_score,
-                            like=like, unlike=unlike)
+        answer = index.find(query or [], k, filters=filters, sort=sort,
+                            min_relevance=min_score, like=like, unlike=unlike)
+    text = text.strip() or " + ".join(like)
     _print_answer(f"search: {text}", answer, as_json, text)
 
 

@@ -21,7 +21,8 @@ def serve(
         None,
         "--db",
         help="photo index to search, built with 'xmodal index FOLDER' "
-        "(default: $XMODAL_DB or ~/.local/share/xmodal/photos.db)",
+        "(default: $XMODAL_DB, else $XDG_DATA_HOME/xmodal/photos.db, else "
+        "~/.local/share/xmodal/photos.db)",
     ),
     host: str = typer.Option("127.0.0.1", "--host", help="address to listen on"),
     port: int = typer.Option(8000, "--port", help="TCP port to listen on"),

@@ -62,7 +62,8 @@ SORTS = ("relevance", "date", "oldest")
 
 
 def default_db_path() -> Path:
-    """``$XMODAL_DB``, else ``~/.local/share/xmodal/photos.db``."""
+    """``$XMODAL_DB``, else ``$XDG_DATA_HOME/xmodal/photos.db``, else
+    ``~/.local/share/xmodal/photos.db``."""
     env = os.environ.get("XMODAL_DB")
     if env:
         return Path(env).expanduser()
