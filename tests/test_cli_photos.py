@@ -76,6 +76,8 @@ def test_index_reports_counts_and_skips(indexed):
     assert again.exit_code == 0, again.output
     second = json.loads(again.stdout)  # uses the model recorded in the database
     assert (second["added"], second["updated"], second["unchanged"]) == (0, 0, 4)
+    quiet = runner.invoke(app, ["index", str(root), "--db", str(db), "-q"])
+    assert "0 new and 0 changed" in quiet.output and "images/s" not in quiet.output
 
 
 def test_search_json_shape_and_ranking(indexed):

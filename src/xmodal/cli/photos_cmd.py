@@ -171,10 +171,11 @@ def index_command(
     if as_json:
         typer.echo(json.dumps(stats.to_dict(), indent=2))
         return
+    rate = f", {stats.images_per_s:.1f} images/s" if stats.added + stats.updated else ""
     console.print(
         f"indexed {stats.added} new and {stats.updated} changed photos, {stats.unchanged} "
         f"unchanged, {stats.deleted} removed, {stats.skipped} skipped "
-        f"({stats.elapsed_s:.1f} s, {stats.images_per_s:.1f} images/s) -> {index.db_path}"
+        f"({stats.elapsed_s:.1f} s{rate}) -> {index.db_path}"
     )
     for reason, n in sorted(stats.skip_reasons.items()):
         console.print(f"  skipped {n}: {reason}")
