@@ -27,6 +27,8 @@ CARD_IDS = ("() => [...document.querySelectorAll('#results .card')]"
 SEARCH_DONE = "!document.querySelector('#search-status').textContent.startsWith('Searching')"
 IMAGES_LOADED = ("[...document.querySelectorAll('#results img')]"
                  ".every(i => i.complete && i.naturalWidth > 0)")
+ICON_STATUS = ("(async () => { const link = document.querySelector('link[rel=icon]');"
+               " return link ? (await fetch(link.href)).status : null; })()")
 NEWEST = ["red.jpg", "yellow.jpg", "green.jpg", "blue.jpg", "white.jpg", "black.jpg"]
 OVERFLOWING = """() => [...document.querySelectorAll('body *')].filter((e) => {
     const r = e.getBoundingClientRect();
@@ -202,6 +204,91 @@ def test_desktop_screenshot(server, page):
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "web-filters.png"))
 
+
+
+def test_sorting_keeps_the_closest_shown(server, page):
+    # "Show the closest", then another order: the same photos, not "no photo matches" again
+    page.goto(server["url"] + "/?q=green%20blue&min_score=0.9")
+    wait_for_status(page, "No photo matches")
+    page.click("#show-closest")
+    page.wait_for_function(f"({CARD_IDS})().length === 6")
+    page.click("#sort [data-sort=date]")
+    wait_for_cards(page, NEWEST)
+    assert "min_score=0" in page.url and "sort=date" in page.url
+
+
+def test_place_suggestions_count_each_photo_once(server, page):
+    # red and blue were taken in Lisbon, which is both the city and the region
+    page.goto(server["url"] + "/")
+    page.wait_for_selector("#places option[value=Lisbon]", state="attached")
+    labels = page.evaluate("Object.fromEntries([...document.querySelectorAll('#places option')]"
+                           ".map(o => [o.value, o.label]))")
+    assert labels["Lisbon"] == "2 photos" and labels["Portugal"] == "2 photos"
+
+
+def test_the_detail_view_holds_the_keyboard_focus(server, page):
+    focused = "document.activeElement.closest('#detail') ? document.activeElement.id || 'in' : " \
+              "(document.activeElement.dataset.id || document.activeElement.tagName)"
+    page.goto(server["url"] + "/?q=red")
+    page.wait_for_function(f"({CARD_IDS})()[0] === 'red.jpg'")
+    page.focus("#results .card")
+    page.keyboard.press("Enter")
+    page.wait_for_selector("#detail:not([hidden]) #similar .card")
+    assert page.evaluate(focused) == "detail-close"
+    for _ in range(6):  # Tab walks the dialog, never the page behind it
+        page.keyboard.press("Tab")
+        assert page.evaluate(focused) in ("detail-close", "detail-like", "in")
+    page.keyboard.press("Escape")
+    assert page.locator("#detail").is_hidden()
+    assert page.evaluate(focused).endswith("/red.jpg")  # back on the card that opened it
+
+
+def test_the_describe_drop_zone_chooses_a_file_from_the_keyboard(server, page):
+    page.goto(server["url"] + "/")
+    page.focus("#dropzone")
+    with page.expect_file_chooser(timeout=5_000) as chooser:
+        page.keyboard.press("Enter")
+    chooser.value.set_files(str(example_image(server["root"], "red")))
+    page.wait_for_selector("#annotation:not([hidden])")
+
+
+def test_errors_wrap_on_a_phone_and_read_as_errors(server, page):
+    folder = "/" + "/".join(["holidays2023"] * 10)
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        page.goto(server["url"] + f"/?q=red&place=Lisbon,%20Portugal&under={folder}")
+        wait_for_status(page, "Search failed")
+        assert page.evaluate(OVERFLOWING) == []  # the message names the folder: it wraps
+        assert page.evaluate("document.querySelector('#search-status').classList"
+                             ".contains('error')")
+        page.route("**/api/search*", lambda route: route.abort())  # the server went away
+        page.fill("#query", "blue")
+        page.press("#query", "Enter")
+        wait_for_status(page, "the server did not answer")
+    finally:
+        page.unroute("**/api/search*")
+        page.set_viewport_size({"width": 1100, "height": 800})
+    page.click("#filters-clear")  # the query is "blue" now
+    page.wait_for_function(f"({CARD_IDS})()[0] === 'blue.jpg'")
+    assert not page.evaluate("document.querySelector('#search-status').classList"
+                             ".contains('error')")
+
+
+def test_pages_load_without_console_errors(server, page):
+    context = page.context.browser.new_context()
+    fresh = context.new_page()
+    errors = []
+    fresh.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    fresh.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        for path in ("/?q=red", "/duplicates"):
+            fresh.goto(server["url"] + path)
+            fresh.wait_for_load_state("networkidle")
+            # without an icon of its own a page has Chromium ask for /favicon.ico: a 404
+            assert fresh.evaluate(ICON_STATUS) == 200
+        assert errors == []
+    finally:
+        context.close()
 
 # made-up EXIF for the documentation's screenshot: a few named photos, the others in turn
 LISBON, PORTO, PARIS = (38.7223, -9.1393), (41.1579, -8.6291), (48.8566, 2.3522)

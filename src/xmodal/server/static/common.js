@@ -2,7 +2,12 @@
 "use strict";
 
 async function api(path, options) {
-  const response = await fetch(path, options);
+  let response;
+  try {
+    response = await fetch(path, options);
+  } catch (e) {  // no answer at all ("Failed to fetch"): say what that means
+    throw new Error("the server did not answer: is xmodal serve still running?");
+  }
   let body = null;
   try { body = await response.json(); } catch (e) { body = null; }
   if (!response.ok) {

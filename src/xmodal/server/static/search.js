@@ -17,6 +17,7 @@ let searchRun = 0;  // only the latest search may fill in the results
 let pendingSearch = 0;  // a change and a submit in the same moment start one search
 let uploadUrl = null;  // object URL of the uploaded example image, for its chip
 let detailHit = null;
+let detailOpener = null;  // what had the focus before the detail view opened: it gets it back
 let defaultPlaceholder = "";
 let describedImage = null;  // the last dropped or chosen image: described again when the caption file changes
 let describeRun = 0;  // only the latest describe run may fill in the panel
@@ -245,6 +246,7 @@ async function runSearch(offset) {
     return;
   }
   status.textContent = "Searching…";
+  status.classList.remove("error");
   try {
     const params = searchParams();
     params.set("limit", PAGE);
@@ -264,21 +266,24 @@ async function runSearch(offset) {
     more.hidden = !page.has_more;
     showOutcome(page, offset);
   } catch (err) {
-    if (run === searchRun) status.textContent = "Search failed: " + err.message;
+    if (run !== searchRun) return;
+    status.textContent = "Search failed: " + err.message;
+    status.classList.add("error");
   }
 }
 
-// a new search from the form (the cutoff back to the model's default)
-function submitSearch() {
+// a new search from the form (the cutoff back to the model's default, unless only the order
+// changed: the closest ones shown on request stay shown in the new order)
+function submitSearch(keepCutoff) {
   readForm();
-  search.minScore = null;
+  if (!keepCutoff) search.minScore = null;
   syncUrl();
   runSearch(0);
 }
 
-function scheduleSearch() {
+function scheduleSearch(keepCutoff) {
   clearTimeout(pendingSearch);
-  pendingSearch = setTimeout(submitSearch, 0);
+  pendingSearch = setTimeout(() => submitSearch(keepCutoff === true), 0);
 }
 
 function showClosest() {
@@ -314,7 +319,10 @@ async function openDetail(hit) {
   document.getElementById("similar-filter").textContent = filtered ? `(${filtered})` : "";
   const similar = document.getElementById("similar");
   similar.replaceChildren(el("p", { class: "muted" }, "Loading…"));
+  if (overlay.hidden) detailOpener = document.activeElement;
   overlay.hidden = false;
+  setBackgroundInert(true);  // Tab stays in the dialog
+  document.getElementById("detail-close").focus();
   try {
     const params = filterParams();
     params.set("id", hit.id);
@@ -328,7 +336,18 @@ async function openDetail(hit) {
   }
 }
 
-function closeDetail() { document.getElementById("detail").hidden = true; }
+function setBackgroundInert(inert) {
+  for (const part of document.querySelectorAll("body > header, body > main")) part.inert = inert;
+}
+
+function closeDetail() {
+  const overlay = document.getElementById("detail");
+  if (overlay.hidden) return;
+  overlay.hidden = true;
+  setBackgroundInert(false);
+  if (detailOpener && detailOpener.isConnected) detailOpener.focus();
+  detailOpener = null;
+}
 
 // -- what the filters can choose from: years, places and cameras of the collection ---------------
 function fillList(id, options) {
@@ -340,7 +359,9 @@ async function loadFacets() {
   fillList("years", f.years.filter((y) => y.year).map((y) => [y.year, plural(y.count, "photo")]));
   const places = new Map();  // a place filter matches one name: a city, a region or a country
   for (const p of f.places) {
-    for (const name of [p.city, p.region, p.country]) if (name) places.set(name, (places.get(name) || 0) + p.count);
+    for (const name of new Set([p.city, p.region, p.country])) {
+      if (name) places.set(name, (places.get(name) || 0) + p.count);
+    }
   }
   fillList("places", [...places].sort((a, b) => b[1] - a[1]).map(([name, n]) => [name, plural(n, "photo")]));
   fillList("cameras", f.cameras.filter((c) => c.camera).map((c) => [c.camera, plural(c.count, "photo")]));
@@ -444,7 +465,7 @@ function setupSearch() {
     b.addEventListener("click", () => {
       search.sort = b.dataset.sort;
       renderSort();
-      if (hasQuery() || document.getElementById("query").value.trim()) scheduleSearch();
+      if (hasQuery() || document.getElementById("query").value.trim()) scheduleSearch(true);
     });
   }
   document.getElementById("show-closest").addEventListener("click", showClosest);
@@ -481,7 +502,13 @@ function setupAnnotate() {
   document.getElementById("caption-file").addEventListener("change", () => {
     if (describedImage) annotate(describedImage);
   });
-  dropTarget(document.getElementById("dropzone"), annotate);
+  const zone = document.getElementById("dropzone");
+  dropTarget(zone, annotate);
+  zone.addEventListener("keydown", (e) => {
+    if (e.target !== zone || (e.key !== "Enter" && e.key !== " ")) return;
+    e.preventDefault();
+    input.click();
+  });
 }
 
 function setup() {
