@@ -281,6 +281,26 @@ def test_a_calibrated_model_reports_relevance_and_hides_by_default(client, monke
     assert nothing["no_good_match"] is True and 0 < nothing["closest"]["relevance"] < 0.6
 
 
+def test_an_example_image_turns_the_default_cutoff_off(client, collection, monkeypatch):
+    """Relevance judges the sentence alone; with an example image the ranking follows the
+    image too, so the default cutoff would hide what the example asked for."""
+    from xmodal.index import calibration
+
+    cal = calibration.Calibrator(model_id=ColourModel.model_id, scores=[0.6, 1.0],
+                                 probabilities=[0.0, 1.0], threshold=0.6)
+    monkeypatch.setattr(calibration, "load_calibrator",
+                        lambda mid, path=None: cal if mid == cal.model_id else None)
+    ids = collection["ids"]
+    liked = get(client, q="red", like=ids["green.jpg"])
+    assert liked["calibrated"] is True and liked["hidden"] == 0
+    assert liked["min_relevance"] is None and len(liked["results"]) == 5  # all but the example
+    assert all(0 <= r["relevance"] <= 1 for r in liked["results"])
+    asked = get(client, q="red", like=ids["green.jpg"], min_score=0.6)
+    assert asked["min_relevance"] == 0.6 and asked["hidden"] > 0
+    pushed = get(client, q="red", **{"not": "green"})  # sentences only: the default holds
+    assert pushed["min_relevance"] == 0.6
+
+
 # -- example images and terms to push away ---------------------------------------------------------
 def test_like_an_indexed_photo_and_not_a_sentence(client, collection):
     ids = collection["ids"]

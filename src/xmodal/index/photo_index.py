@@ -567,8 +567,9 @@ class PhotoIndex:
         a sort order ("relevance", "date": newest first, "oldest") and a cutoff.
 
         ``min_relevance``: results whose calibrated relevance is below it are hidden; None uses
-        the model's calibrated default, 0 shows everything. A model without a calibration
-        compares it with the raw score instead (and hides nothing by default)."""
+        the model's calibrated default (none for a query with an example image: relevance is
+        the sentence's, the ranking follows the image too), 0 shows everything. A model without
+        a calibration compares it with the raw score instead (and hides nothing by default)."""
         if k < 1 or offset < 0:
             raise XmodalError("k must be at least 1 and offset at least 0")
         if sort not in SORTS:
@@ -606,7 +607,11 @@ class PhotoIndex:
             probs = calibrator.probability(np.asarray(sims, np.float64))
             for r, p in zip(ranked, probs):
                 r.relevance = round(float(p), 4)
-            cutoff = calibrator.threshold if min_relevance is None else min_relevance
+            # the calibration judges the sentence alone: with an example image in the query
+            # the ranking follows the image too, so nothing is hidden unless asked
+            example = any(t.kind == "image" and t.weight > 0 for t in terms)
+            default = None if example else calibrator.threshold
+            cutoff = default if min_relevance is None else min_relevance
         else:
             cutoff = min_relevance or None
         passing = ranked if cutoff is None else [r for r in ranked if _value(r) >= cutoff]
