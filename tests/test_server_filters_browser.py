@@ -261,6 +261,10 @@ def test_errors_wrap_on_a_phone_and_read_as_errors(server, page):
         assert page.evaluate(OVERFLOWING) == []  # the message names the folder: it wraps
         assert page.evaluate("document.querySelector('#search-status').classList"
                              ".contains('error')")
+        page.goto(server["url"] + "/?q=red&camera=zzz")  # the page has no use for API hints
+        wait_for_status(page, "Search failed")
+        said = page.inner_text("#search-status")
+        assert "zzz" in said and "/api/facets" not in said, said
         page.route("**/api/search*", lambda route: route.abort())  # the server went away
         page.fill("#query", "blue")
         page.press("#query", "Enter")

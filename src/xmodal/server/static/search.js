@@ -267,7 +267,9 @@ async function runSearch(offset) {
     showOutcome(page, offset);
   } catch (err) {
     if (run !== searchRun) return;
-    status.textContent = "Search failed: " + err.message;
+    // the API points at /api/facets; on the page the filter fields suggest the same values
+    const message = err.message.replace(/; \/api\/facets lists .*$/, "");
+    status.textContent = "Search failed: " + message;
     status.classList.add("error");
   }
 }
