@@ -67,14 +67,16 @@ def test_tried_values_render_each_row_and_compare_it_with_the_used_setting():
                                       "landmarks, rank 3,000 +2.0")
     assert values["big_gain"] == pytest.approx(2.0)
     assert (values["big_r1"], values["used_r1"]) == ("4.7 / 4.7", "4.0 / 4.0")
-    # d = 8 is better on dev than the used d = 4: the template's sentence no longer holds
-    assert claims == {"the used d = 4 is the best Tri5Sem setting on dev": False}
+    # d = 8 is 2 points better on dev than the used d = 4: the template's sentence fails
+    assert (values["tri_best"], values["tri_best_gain"]) == ("d = 8", pytest.approx(2.0))
+    assert claims == {"no Tri5Sem setting beats the used d = 4 on dev by half a point": False}
 
 
 def test_tried_claim_holds_when_the_used_d_is_still_best():
     exploration, selection = _exploration()
     exploration["results"]["tri5sem-d8"]["dev"] = exploration["results"]["bow5-d3"]["dev"]
-    assert all(tried_values(exploration, selection)[1].values())
+    values, claims = tried_values(exploration, selection)
+    assert all(claims.values()) and values["tri_best_gain"] == 0.0  # d = 4 itself is best
 
 
 def test_cost_values_show_measured_times_only():

@@ -127,11 +127,6 @@ def test_corel5k_report_renders_from_its_json(tmp_path):
 
 # ---------------------------------------------------------------------- Hodosh
 @pytest.mark.reproduce  # trains both systems unless $XMODAL_CACHE/hodosh holds them (minutes)
-@pytest.mark.xfail(strict=True, reason=(
-    "hodosh_reproduction.json was computed before spelling ties in caption preprocessing were "
-    "broken deterministically (9912126): its tokens followed the process's hash seed, so no rerun "
-    "reproduces them; a fresh cache gives 0.169 where it stores 0.174. Rerun `xmodal reproduce "
-    "hodosh` (77 minutes from an empty cache), re-render the report and remove this mark"))
 def test_hodosh_effnet_systems_match_the_stored_results(flickr8k_root):
     from xmodal.reproduce.hodosh import evaluate
 
