@@ -243,6 +243,33 @@ def test_the_detail_view_holds_the_keyboard_focus(server, page):
     assert page.evaluate(focused).endswith("/red.jpg")  # back on the card that opened it
 
 
+def test_a_failed_more_keeps_the_results_and_the_more_button(server, page):
+    calls = []
+
+    def first_page_says_more_then_fail(route):
+        calls.append(route.request.url)
+        if "offset=0" in route.request.url:
+            response = route.fetch()
+            route.fulfill(response=response, json={**response.json(), "has_more": True})
+        else:
+            route.abort()
+
+    page.route("**/api/search*", first_page_says_more_then_fail)
+    try:
+        page.goto(server["url"] + "/?q=red&min_score=0")
+        page.wait_for_selector("#more:not([hidden])")
+        shown = len(page.evaluate(f"({CARD_IDS})()"))
+        page.click("#more")
+        wait_for_status(page, "Search failed")
+        assert len(page.evaluate(f"({CARD_IDS})()")) == shown
+        assert page.locator("#more").is_visible()  # the load can be tried again
+    finally:
+        page.unroute("**/api/search*")
+    page.click("#more")  # the server answers now: nothing more to show
+    page.wait_for_selector("#more[hidden]", state="attached")
+    assert len(calls) == 2 and "offset=0" not in calls[1]
+
+
 def test_the_describe_drop_zone_chooses_a_file_from_the_keyboard(server, page):
     page.goto(server["url"] + "/")
     # Enter on the zone must open the file input's chooser. Whether headless Chromium reports

@@ -271,6 +271,7 @@ async function runSearch(offset) {
     const message = err.message.replace(/; \/api\/facets lists .*$/, "");
     status.textContent = "Search failed: " + message;
     status.classList.add("error");
+    if (offset > 0) more.hidden = false;  // the results so far stay; "More" tries again
   }
 }
 
