@@ -342,6 +342,9 @@ def test_moved_and_copied_photos_keep_their_vectors(tmp_path):
     assert CountingColourModel.embedded == 3  # nothing embedded again
     top = index.search("red", 1)[0]
     assert top.path == str(folder / "new" / "red renamed.png")
+    # results show the copy once, and so do the facets: 3 photos, not 4 files
+    assert sum(y["count"] for y in index.facets()["years"]) == 3
+    assert sum(c["count"] for c in index.facets()["cameras"]) == 3
 
 
 def test_combined_and_negative_queries(tmp_path):

@@ -370,16 +370,18 @@ class Store:
         return arr[:, 0].astype(np.int64), arr[:, 1], arr[:, 2]
 
     def facets(self) -> dict[str, list[dict]]:
-        """Counts of searchable photos per year, place (city, country) and camera."""
+        """Counts of searchable photos per year, place (city, country) and camera; byte-identical
+        copies count once, as search results show them once."""
         q = self.conn.execute
+        n = "COUNT(DISTINCT COALESCE(f.sha1, f.id))"
         base = "FROM files f JOIN vectors v ON v.file_id = f.id " \
                "LEFT JOIN photo_meta m ON m.file_id = f.id"
-        years = q(f"SELECT substr(m.taken_at, 1, 4) y, COUNT(*) {base} GROUP BY y "
+        years = q(f"SELECT substr(m.taken_at, 1, 4) y, {n} {base} GROUP BY y "
                   "ORDER BY y IS NULL, y DESC").fetchall()
-        places = q(f"SELECT m.city, m.region, m.country, COUNT(*) n {base} "
+        places = q(f"SELECT m.city, m.region, m.country, {n} n {base} "
                    "WHERE m.country IS NOT NULL GROUP BY m.city, m.region, m.country "
                    "ORDER BY n DESC, m.country, m.city").fetchall()
-        cameras = q(f"SELECT m.camera, COUNT(*) n {base} GROUP BY m.camera "
+        cameras = q(f"SELECT m.camera, {n} n {base} GROUP BY m.camera "
                     "ORDER BY m.camera IS NULL, n DESC, m.camera").fetchall()
         return {
             "years": [{"year": y, "count": n} for y, n in years],
