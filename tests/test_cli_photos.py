@@ -120,6 +120,17 @@ def test_results_go_to_stdout_unfolded_so_they_can_be_piped(indexed):
     assert "broken.jpg" in status.stdout and "broken.jpg" not in status.stderr
 
 
+def test_search_says_how_many_of_the_best_matches_it_hid(indexed):
+    root, db, _ = indexed
+    raw = json.loads(runner.invoke(app, ["search", "red", "--db", str(db), "-k", "3",
+                                         "--json"]).stdout)
+    cut = (raw["results"][0]["score"] + raw["results"][1]["score"]) / 2  # only the best passes
+    res = runner.invoke(app, ["search", "red", "--db", str(db), "-k", "3",
+                              "--min-score", str(cut)])
+    assert res.exit_code == 0, res.output
+    assert "2 of the best 3 matches hidden" in " ".join(res.output.split())
+
+
 def test_search_takes_an_example_image_alone(indexed):
     root, db, _ = indexed
     res = runner.invoke(app, ["search", "--like", str(root / "red.png"), "--db", str(db),

@@ -273,6 +273,7 @@ def test_a_calibrated_model_reports_relevance_and_hides_by_default(client, monke
     body = get(client, q="red")
     assert body["calibrated"] is True and body["min_relevance"] == 0.6
     assert names(body["results"]) == ["red.jpg"] and body["hidden"] == 5
+    assert body["considered"] == 6  # the hidden five are among the best six
     assert body["results"][0]["relevance"] > 0.99
     everything = get(client, q="red", min_score=0)
     assert len(everything["results"]) == 6 and everything["hidden"] == 0

@@ -124,7 +124,7 @@ def test_show_the_closest_after_no_good_match(server, page):
     page.goto(server["url"] + "/?q=red&min_score=0.9")  # one passes, five hidden
     wait_for_cards(page, ["red.jpg"])
     page.wait_for_selector("#search-notice:not([hidden])")
-    assert "5 weaker matches hidden" in page.inner_text("#search-notice")
+    assert "5 of the best 6 matches hidden" in page.inner_text("#search-notice")
     page.click("#show-closest")
     page.wait_for_function(f"({CARD_IDS})().length === 6")
 
@@ -139,7 +139,7 @@ def test_a_calibrated_model_shows_match_probabilities(server, page, monkeypatch)
     page.goto(server["url"] + "/?q=red")
     wait_for_cards(page, ["red.jpg"])
     assert page.locator("#results .card .score").first.inner_text().endswith("% match")
-    assert "5 weaker matches hidden" in page.inner_text("#search-notice")
+    assert "5 of the best 6 matches hidden" in page.inner_text("#search-notice")
 
 
 def test_an_example_image_changes_the_results(server, page):

@@ -132,7 +132,8 @@ def demo_command(
                           f"(score {best.score:.3f}); show the closest ones with --min-score 0.",
                           markup=False, highlight=False)
             elif answer.hidden:
-                out.print(f"{answer.hidden} weaker match(es) hidden below the cutoff; "
+                out.print(f"{answer.hidden} of the best {answer.considered} matches hidden "
+                          "below the cutoff; "
                           "--min-score 0 shows them", markup=False, highlight=False)
 
 

@@ -83,8 +83,8 @@ def _print_answer(title: str, answer, as_json: bool, query: str) -> None:
     elif not answer.results:
         console.print("[yellow]no results: is the index empty? run 'xmodal index FOLDER'[/]")
     elif answer.hidden:
-        console.print(f"[dim]{answer.hidden} weaker match(es) hidden below "
-                      f"{_cutoff_text(answer)}; --min-score 0 shows them[/]")
+        console.print(f"[dim]{answer.hidden} of the best {answer.considered} matches hidden "
+                      f"below {_cutoff_text(answer)}; --min-score 0 shows them[/]")
 
 
 def _cutoff_text(answer) -> str:

@@ -113,7 +113,8 @@ class SearchResult:
 class SearchAnswer:
     """A page of results and what was hidden. ``min_relevance`` is the cutoff in force (a
     calibrated probability; for a model without a calibration, a raw score), ``hidden`` how
-    many of the best ``offset + k`` matches fell below it, ``closest`` the best of those."""
+    many of the best ``considered`` matches fell below it (``offset + k``; the best 100 when
+    sorting by date), ``closest`` the best of those."""
 
     results: list[SearchResult]
     terms: list[str] = field(default_factory=list)
@@ -125,6 +126,7 @@ class SearchAnswer:
     closest: SearchResult | None = None
     candidates: int | None = None  # photos that passed the filter (None: no filter)
     more: bool = False  # whether a next page (offset + k onwards) has results
+    considered: int = 0  # how many of the best matches the cutoff was applied to
 
     @property
     def no_good_match(self) -> bool:
@@ -137,7 +139,7 @@ class SearchAnswer:
             "min_relevance": self.min_relevance, "calibrated": self.calibrated,
             "hidden": self.hidden, "no_good_match": self.no_good_match,
             "closest": self.closest.to_dict() if self.closest else None,
-            "candidates": self.candidates, "more": self.more,
+            "candidates": self.candidates, "more": self.more, "considered": self.considered,
         }
 
 
@@ -626,7 +628,7 @@ class PhotoIndex:
         return SearchAnswer(
             page, [t.describe() for t in terms], filters.to_dict(), sort, cutoff,
             calibrator is not None, len(failed), failed[0] if failed else None,
-            None if among is None else len(among), len(passing) > offset + k)
+            None if among is None else len(among), len(passing) > offset + k, len(window))
 
     def _term_vectors(self, terms: list[Term]) -> tuple[np.ndarray, set[int], set[str]]:
         """Unit vectors of the terms (texts in one batch; indexed images from the store), and

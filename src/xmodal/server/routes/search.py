@@ -137,6 +137,7 @@ def _answer(answer: Any, offset: int, limit: int) -> dict[str, Any]:
         **_page(list(answer.results), offset, limit),
         "has_more": bool(answer.more),
         "hidden": int(answer.hidden),
+        "considered": int(answer.considered),
         "no_good_match": bool(answer.no_good_match),
         "closest": hit_json(closest, None) if closest is not None else None,
         "min_relevance": answer.min_relevance,
@@ -150,7 +151,8 @@ def _answer(answer: Any, offset: int, limit: int) -> dict[str, Any]:
 def _plain(hits: list[Any], offset: int, limit: int, options: SearchOptions,
            terms: list[str]) -> dict[str, Any]:
     """The same answer for a collection that only ranks (no filters, no cutoff)."""
-    return {**_page(hits, offset, limit), "hidden": 0, "no_good_match": False, "closest": None,
+    return {**_page(hits, offset, limit), "hidden": 0, "considered": len(hits),
+            "no_good_match": False, "closest": None,
             "min_relevance": None, "calibrated": False,
             "filter": {"under": options.under} if options.under else {}, "sort": "relevance",
             "terms": terms}

@@ -225,7 +225,9 @@ function showOutcome(page, offset) {
     }
   } else {
     status.textContent = shown ? `${plural(shown, "image")} for “${label}”` : `No images for “${label}”.`;
-    if (page.hidden > 0 && !page.has_more) hint = `${plural(page.hidden, "weaker match", "weaker matches")} hidden.`;
+    if (page.hidden > 0 && !page.has_more) {
+      hint = `${page.hidden} of the best ${page.considered} matches hidden as weaker.`;
+    }
   }
   document.getElementById("notice-text").textContent = hint;
   notice.hidden = !hint;
