@@ -117,6 +117,7 @@ def test_show_the_closest_after_no_good_match(server, page):
     wait_for_status(page, "No photo matches “green blue” well")
     assert cards(page) == []
     assert "white.jpg" in page.inner_text("#search-notice")
+    assert page.inner_text("#show-closest") == "Show the closest"
     page.click("#show-closest")
     page.wait_for_function(f"({CARD_IDS})().length === 6")
     assert cards(page)[0] == "white.jpg" and "min_score=0" in page.url
@@ -125,6 +126,7 @@ def test_show_the_closest_after_no_good_match(server, page):
     wait_for_cards(page, ["red.jpg"])
     page.wait_for_selector("#search-notice:not([hidden])")
     assert "5 of the best 6 matches hidden" in page.inner_text("#search-notice")
+    assert page.inner_text("#show-closest") == "Show them"  # some are shown already
     page.click("#show-closest")
     page.wait_for_function(f"({CARD_IDS})().length === 6")
 

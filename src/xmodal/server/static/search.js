@@ -230,6 +230,8 @@ function showOutcome(page, offset) {
     }
   }
   document.getElementById("notice-text").textContent = hint;
+  document.getElementById("show-closest").textContent =
+    page.no_good_match ? "Show the closest" : "Show them";
   notice.hidden = !hint;
 }
 
