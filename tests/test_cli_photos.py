@@ -209,6 +209,17 @@ def test_photos_status_lists_skipped(indexed):
     assert [s["path"] for s in info["skipped_files"]] == [str(root / "broken.jpg")]
 
 
+def test_roots_say_which_folder_lies_inside_another(indexed):
+    root, db, _ = indexed
+    assert runner.invoke(app, ["index", str(root / "a"), "--db", str(db), "-q"]).exit_code == 0
+    res = run_cli("photos", "--db", str(db), "--roots")
+    line = next(x for x in res.stdout.splitlines() if f"folder: {root / 'a'} " in x)
+    assert f"inside {root}" in line
+    data = json.loads(runner.invoke(app, ["photos", "--db", str(db), "--roots", "--json"]).stdout)
+    assert {r["folder"]: r["inside"] for r in data["roots"]} == {str(root): None,
+                                                                 str(root / "a"): str(root)}
+
+
 def test_prune_and_forget_print_json(indexed):
     """Every photo command takes --json; prune and forget refused it."""
     root, db, _ = indexed

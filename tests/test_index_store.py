@@ -467,6 +467,12 @@ def test_forget_prune_roots_lock_and_duplicates(photos, tmp_path):
     shutil.copy(photos / "red.jpg", other / "same_bytes.jpg")  # same SHA-1 as red.jpg
     index.update(other, progress=False)
     assert {r["folder"] for r in index.roots()} == {str(photos.resolve()), str(other.resolve())}
+    index.update(photos / "sub", progress=False)  # a folder inside an indexed one
+    sub = next(r for r in index.roots() if r["folder"] == str((photos / "sub").resolve()))
+    assert sub["inside"] == str(photos.resolve()) and sub["files"] >= 1
+    assert all(r["inside"] is None for r in index.roots() if r != sub)
+    index.forget(photos / "sub")  # forgetting it drops its files, which the outer root holds
+    index.update(photos, progress=False)
     # copies with the same content are shown once, with their other paths
     hits = index.search("red", k=3)
     names = [Path(h.path).name for h in hits]

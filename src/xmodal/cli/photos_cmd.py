@@ -397,7 +397,8 @@ def photos_command(
             output.print(f"{key:>14}: {value}")
     for r in info.get("roots", []):
         gone = "" if r["exists"] else "  [yellow](folder missing: xmodal forget it)[/]"
-        output.print(f"  folder: {r['folder']} ({r['files']} files){gone}")
+        within = f", inside {r['inside']}" if r["inside"] else ""
+        output.print(f"  folder: {r['folder']} ({r['files']} files{within}){gone}")
     for item in info.get("skipped_files", []):
         output.print(f"  skipped: {item['path']} ({item['reason']})")
 

@@ -462,10 +462,16 @@ class PhotoIndex:
 
     # ----- housekeeping -----------------------------------------------------------------------
     def roots(self) -> list[dict[str, Any]]:
-        """The indexed folders with how many files each holds and whether it still exists."""
+        """The indexed folders with how many files each holds, whether it still exists and the
+        indexed folder it lies inside, if any (its files are counted there too)."""
         roots = json.loads(self.store.get_meta("roots", "[]") or "[]")
-        return [{"folder": r, "files": len(self.store.ids_under(r)), "exists": Path(r).is_dir()}
-                for r in roots]
+
+        def inside(r: str) -> str | None:
+            outer = [o for o in roots if o != r and r.startswith(o.rstrip(os.sep) + os.sep)]
+            return max(outer, key=len) if outer else None
+
+        return [{"folder": r, "files": len(self.store.ids_under(r)), "exists": Path(r).is_dir(),
+                 "inside": inside(r)} for r in roots]
 
     def forget(self, folder: str | os.PathLike) -> int:
         """Remove every file under ``folder`` (which may be gone) from the index; returns how
