@@ -237,6 +237,9 @@ def test_the_detail_view_holds_the_keyboard_focus(server, page):
     page.keyboard.press("Enter")
     page.wait_for_selector("#detail:not([hidden]) #similar .card")
     assert page.evaluate(focused) == "detail-close"
+    clipped = page.evaluate("[...document.querySelectorAll('#similar .card .info > span')]"
+                            ".filter(s => s.scrollWidth > s.clientWidth).map(s => s.textContent)")
+    assert clipped == []  # dates and places of the small cards wrap instead
     for _ in range(6):  # Tab walks the dialog, never the page behind it
         page.keyboard.press("Tab")
         assert page.evaluate(focused) in ("detail-close", "detail-like", "in")
