@@ -490,18 +490,17 @@ class PhotoIndex:
 
     def prune(self) -> int:
         """Remove the records of files that no longer exist; returns how many."""
-        gone = [i for i, path in self.store.all_paths() if not os.path.lexists(path)]
-        if gone:
-            with writer_lock(self.db_path), self.store.transaction() as conn:
-                self.store.delete_files(conn, gone)
-            self.ann.rebuild()
-        return len(gone)
+        return self._drop([i for i, path in self.store.all_paths()
+                           if not os.path.lexists(path)])
 
     def remove(self, paths: Iterable[str | os.PathLike]) -> int:
         """Remove the records of these files (moved away or deleted by the caller); returns
         how many were indexed. Unlike :meth:`prune`, nothing else is looked at."""
-        ids = [i for i in (self.store.file_id(os.path.abspath(p)) for p in paths)
-               if i is not None]
+        return self._drop([i for i in (self.store.file_id(os.path.abspath(p)) for p in paths)
+                           if i is not None])
+
+    def _drop(self, ids: list[int]) -> int:
+        """Delete these files' records under the writer lock and rebuild the ANN index."""
         if ids:
             with writer_lock(self.db_path), self.store.transaction() as conn:
                 self.store.delete_files(conn, ids)
