@@ -37,6 +37,8 @@ def compare_command(
     as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
     out: Path | None = typer.Option(None, "--out", help="Also write the result to FILE (format "
                                     "from --format, else from the suffix .md, .tex or .json)."),
+    intersect: bool = typer.Option(False, "--intersect", help="Compare the queries every run "
+                                   "has when their query sets differ (otherwise refused)."),
 ) -> None:
     """Compare runs per direction and metric: means, difference with a bootstrap 95% CI, p-value
     and corrected p-value against the first run. * / † mark runs significantly better / worse
@@ -71,7 +73,8 @@ def compare_command(
     if fmt is not None and fmt not in FORMATS:
         raise XmodalError(f"--format must be one of {', '.join(FORMATS)}, not {fmt!r}")
     result = compare_runs([load_run(p) for p in runs], metrics=metric or None, test=test,
-                          correction=correction, n_resamples=resamples, seed=seed, alpha=alpha)
+                          correction=correction, n_resamples=resamples, seed=seed, alpha=alpha,
+                          intersect=intersect)
 
     def render(kind: str) -> str:
         if kind == "json":
@@ -96,6 +99,7 @@ def compare_command(
         rich.add_row(r["run"] + (" (baseline)" if r["baseline"] else ""), *cells)
     console.print(rich)
     console.print(f"[dim]{legend(result)}[/]")
+    console.print(f"[dim]{result['pairing']['note']}[/]")
     d = Table(show_header=True)
     for i, h in enumerate(detail_head(result)):
         d.add_column(h, justify="right" if i >= 3 else "left")

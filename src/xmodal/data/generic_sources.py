@@ -226,7 +226,9 @@ def load_caption_file(path: str | os.PathLike | None) -> CaptionedImages:
         p = p if p.is_absolute() else file.parent / p
         if not p.is_file():
             missing.append(str(p))
-        samples.append((image, p, captions))
+        # IMAGE#N numbers an image's captions in text order, not line order, so a caption keeps
+        # its id (and `xmodal compare` its pairing) in a reordered copy of the file
+        samples.append((image, p, sorted(captions)))
     if missing:
         raise XmodalError(f"{len(missing)} of the {len(pairs)} images named in {file} are "
                           f"missing; the first: {missing[0]}")

@@ -8,11 +8,13 @@ Registered into ``BUILDERS`` when :mod:`xmodal.eval.protocols` is imported:
   model computes the scores; ``eccv`` / ``cxc`` take their positives from the eccv-caption package
   (restricted to the ids present), ``coco5k`` counts a caption relevant to its own image.
 - ``coco1k``: the same gallery cut into 5 folds of 1,000 consecutive test images (with their
-  captions). Every query ranks only its own fold (the other folds' scores are pushed below
-  every score of the fold, :func:`fold_scores`), so the summary metrics are the per-query means
-  over all folds, equal to the mean of the 5 fold means for every mean metric (R@K, R-P, mAP@R,
-  ...); ``paper_metrics`` also holds each fold's metrics and their mean (medR included), the
-  numbers papers report as "COCO 1K".
+  captions; a partial copy into ceil(n / 1,000) folds as equal as can be). Every query ranks
+  only its own fold (the other folds' scores are pushed below every score of the fold,
+  :func:`fold_scores`); the headline metrics are the mean of the fold means (medR included), the
+  numbers papers report as "COCO 1K" (with 5 equal folds also the mean over all queries);
+  ``paper_metrics.folds`` holds each fold's metrics and their mean.
+- Every COCO / Flickr30K / XM3600 protocol states its official sizes (``extra["official"]``);
+  the report's ``coverage`` labels a partial copy (:mod:`xmodal.eval.coverage`).
 - ``pmrp``: the COCO gallery with the ECCV Caption authors' plausible-match positives
   (``pm_image_to_caption.json`` / ``pm_caption_to_image.json`` in ``DIR``; not in the package):
   its R-P is PMRP.
@@ -38,6 +40,7 @@ from xmodal.eval.protocol_builders import register
 from xmodal.eval.protocol_types import Direction, Protocol, pairs_to_relevance
 
 FOLD_SIZE = 1000
+COCO_TEST = {"images": 5000, "texts": 25000}
 
 
 def captioned_protocol(name: str, ds: CaptionedImages, note: str,
@@ -60,6 +63,10 @@ def _coco_local(name: str, data: Any, positives: str | None) -> Protocol:
     i2t, t2i = _positive_pairs(positives, data) if positives else ([], [])
     ds = load_coco(data)
     base = captioned_protocol(name, ds, "COCO (local copy):")
+    base.extra["official"] = {"benchmark": "the COCO 5K test split", **COCO_TEST}
+    if positives in ("eccv", "cxc"):
+        base.extra["official"].update(benchmark=f"{positives.upper()} (COCO 5K test)",
+                                      queries=_package_queries(positives))
     if positives is None:
         return base
     d = base.directions["i2t"]
@@ -76,6 +83,16 @@ def _coco_local(name: str, data: Any, positives: str | None) -> Protocol:
     base.notes = base.notes.replace("a caption is relevant to its image",
                                     f"relevance: the {positives} positives on the ids present")
     return base
+
+
+def _package_queries(source: str) -> dict[str, int]:
+    """The official query counts of ``source`` (eccv: 1,261 images, 1,332 captions): the
+    eccv-caption package's queries with at least one positive."""
+    from xmodal.data.eccv import load_coco_positives
+
+    pos = load_coco_positives(source)
+    return {"i2t": sum(1 for v in pos.image_to_captions.values() if v),
+            "t2i": sum(1 for v in pos.caption_to_images.values() if v)}
 
 
 def _positive_pairs(source: str, data: Any) -> tuple[list, list]:
@@ -137,17 +154,24 @@ def coco1k(data=None, fold_size: int = FOLD_SIZE) -> Protocol:
                           "precomputed scores use -p coco5k --scores")
     p = _coco_local("coco1k", data, None)
     d = p.directions["i2t"]
-    image_fold = [n // fold_size for n in range(len(d.image_ids))]
+    n = len(d.image_ids)
+    n_folds = max(1, -(-n // fold_size))
+    # consecutive folds as equal as can be (sizes differ by at most one image): a 2,500-image
+    # copy gives 834 + 833 + 833, not 1,000 + 1,000 + 500
+    image_fold = np.repeat(np.arange(n_folds), [len(a) for a in np.array_split(np.arange(n),
+                                                                                n_folds)]).tolist()
     fold_of = dict(zip(d.image_ids, image_fold))
     image_of = {c.id: c.image_id for c in p.dataset.captions}
     text_fold = [fold_of[image_of[t]] for t in d.text_ids]
-    n_folds = max(image_fold) + 1
+    sizes = np.bincount(image_fold, minlength=n_folds).tolist()
     p.extra.update(image_fold=image_fold, text_fold=text_fold, n_folds=n_folds,
-                   fold_size=fold_size)
-    p.notes = (f"COCO 1K: {n_folds} folds of {fold_size:,} consecutive test images with their "
-               "captions; each query ranks its own fold only; summary = mean over all queries "
-               "(= mean of the fold means); paper_metrics.folds: per fold, and their mean. "
-               + p.notes)
+                   fold_size=fold_size, fold_sizes=sizes, headline="fold-mean")
+    shape = (f"{n_folds} folds of {sizes[0]:,}" if len(set(sizes)) == 1 else
+             f"{n_folds} folds of {', '.join(f'{s:,}' for s in sizes)}")
+    p.notes = (f"COCO 1K: {shape} consecutive test images with their captions; each query "
+               "ranks its own fold only; the headline metrics are the mean of the fold means (each "
+               "fold weighs the same, as papers report COCO 1K); paper_metrics.folds: per fold, "
+               "and their mean. " + p.notes)
     p.paper_metrics = lambda scores: fold_metrics(p, scores)
     return p
 
@@ -204,7 +228,8 @@ def fold_metrics(protocol: Protocol, scores: dict[str, np.ndarray]) -> dict[str,
         keys = per_fold[0][name].keys()
         mean[name] = {k: float(np.mean([r[name][k] for r in per_fold])) for k in keys}
     return {"folds": {"n_folds": len(per_fold), "fold_size": protocol.extra["fold_size"],
-                      "mean": mean, "per_fold": per_fold}}
+                      "fold_sizes": protocol.extra.get("fold_sizes"), "mean": mean,
+                      "per_fold": per_fold}}
 
 
 @register("flickr30k")
@@ -212,7 +237,11 @@ def flickr30k(data=None, split: str = "test") -> Protocol:
     """Flickr30K (Karpathy's 1K test split) from your copy (``--data DIR``)."""
     from xmodal.data.benchmarks_local import load_flickr30k
 
-    return captioned_protocol("flickr30k", load_flickr30k(data, split), "Flickr30K (local copy):")
+    p = captioned_protocol("flickr30k", load_flickr30k(data, split), "Flickr30K (local copy):")
+    if split == "test":
+        p.extra["official"] = {"benchmark": "the Flickr30K 1K test split", "images": 1000,
+                               "texts": 5000}
+    return p
 
 
 @register("xm3600")
@@ -221,7 +250,9 @@ def xm3600(data=None, language: str = "en") -> Protocol:
     from xmodal.data.benchmarks_local import load_xm3600
 
     return captioned_protocol("xm3600", load_xm3600(data, language),
-                              f"Crossmodal-3600 ({language}):", {"language": language})
+                              f"Crossmodal-3600 ({language}):",
+                              {"language": language,
+                               "official": {"benchmark": "Crossmodal-3600", "images": 3600}})
 
 
 @register("webdataset")

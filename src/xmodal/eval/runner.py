@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from xmodal.errors import XmodalError
+from xmodal.eval.coverage import coverage
 from xmodal.eval.metrics import DEFAULT_KS, curves, retrieval_metrics
 from xmodal.eval.protocols import Protocol
 
@@ -47,7 +48,11 @@ def evaluate(
     """Metrics for both directions from images x texts score matrices.
 
     With ``with_curves`` the report also holds ``curves[direction]``: R@K over K and the
-    11-point interpolated precision-recall curve (what the web page plots).
+    11-point interpolated precision-recall curve (what the web page plots). ``notes`` is the
+    protocol's description; ``coverage`` (benchmarks with official sizes) says on how many
+    images, captions and queries it ran against the official counts
+    (:func:`xmodal.eval.coverage.coverage`). With ``per_query``, ``query_ids[direction]`` names
+    each query (image ids for i2t, caption ids for t2i), so ``xmodal compare`` pairs runs by id.
     """
     t0 = time.perf_counter()
     report: dict[str, Any] = {
@@ -68,14 +73,25 @@ def evaluate(
             report.setdefault("curves", {})[name] = curves(s, d.query_relevance)
     if protocol.paper_metrics is not None:
         report["paper_metrics"] = protocol.paper_metrics(scores)
+        folds = report["paper_metrics"].get("folds") or {}
+        if protocol.extra.get("headline") == "fold-mean" and folds.get("mean"):
+            for name, values in folds["mean"].items():  # COCO 1K: the mean of the fold means
+                report["directions"][name].update(values)
     if protocol.extra.get("positives"):  # evaluated against other positives: which ones
         report["positives"] = protocol.extra["positives"]
+    cov = coverage(protocol)
+    if cov is not None:
+        report["coverage"] = cov
+    if protocol.notes:
+        report["notes"] = protocol.notes
     report["metrics_s"] = time.perf_counter() - t0
     if per_query:
         report["per_query"] = {
             n: {k: [None if np.isnan(v) else float(v) for v in arr] for k, arr in pq.items()}
             for n, pq in per.items()
         }
+        report["query_ids"] = {n: list(d.image_ids if n == "i2t" else d.text_ids)
+                               for n, d in protocol.directions.items()}
     return report
 
 

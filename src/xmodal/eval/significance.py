@@ -4,7 +4,9 @@ view), in the spirit of ranx's ``compare``.
 A run is the report ``xmodal eval --per-query --output RUN.json`` writes: ``protocol``,
 ``n_queries`` and ``per_query[direction][metric]`` (one value per query, ``None`` where a query has
 no value). :func:`compare_runs` tests every other run against a baseline, per direction and metric,
-on the per-query numbers paired by query:
+on the per-query numbers paired by query (by the runs' ``query_ids``: the same ids in any
+order; runs on different queries are refused unless ``intersect``; runs saved without ids by
+position; ``pairing`` in the result says which):
 
 - ``"randomization"``: two-sided paired sign-flip test of the mean difference
   (``scipy.stats.permutation_test``, :func:`xmodal.eval.stats.permutation_test`);
@@ -64,7 +66,83 @@ def _names(runs: Sequence[dict]) -> list[str]:
     return names
 
 
-def _check(runs: Sequence[dict], names: list[str]) -> None:
+def _query_keys(run: dict, direction: str) -> list[str] | None:
+    """The run's query ids for ``direction`` (a repeated id gets its occurrence number), or
+    None for a run saved without them."""
+    ids = (run.get("query_ids") or {}).get(direction)
+    if ids is None:
+        return None
+    seen: dict[str, int] = {}
+    keys = []
+    for q in ids:
+        k = seen.get(str(q), 0)
+        seen[str(q)] = k + 1
+        keys.append(str(q) if k == 0 else f"{q}\x00{k}")
+    return keys
+
+
+def _pairing(runs: Sequence[dict], names: list[str], baseline: int,
+             intersect: bool) -> tuple[dict[str, list[np.ndarray | None]], dict[str, Any]]:
+    """Which per-query value of each run pairs with which: ``{direction: [index array per run,
+    or None for the values as they are]}`` and a description of the pairing.
+
+    Runs that all carry ``query_ids`` are paired by id (in the baseline's order); runs whose
+    query sets differ are refused unless ``intersect``, which keeps the queries every run has.
+    Runs saved without ids are paired by position."""
+    directions = list(runs[baseline]["per_query"])
+    lacking = [n for n, r in zip(names, runs, strict=True)
+               if any(_query_keys(r, d) is None for d in directions)]
+    if lacking:
+        return ({d: [None] * len(runs) for d in directions},
+                {"by": "position", "intersect": False,
+                 "note": "paired by position: " + ", ".join(repr(n) for n in lacking)
+                 + (" has" if len(lacking) == 1 else " have") + " no query ids (saved before "
+                 "runs carried them); re-run xmodal eval --per-query to pair by id"})
+    index: dict[str, list[np.ndarray | None]] = {}
+    queries: dict[str, int] = {}
+    dropped: dict[str, dict[str, int]] = {}
+    for d in directions:
+        keys = [_query_keys(r, d) or [] for r in runs]
+        base_keys, base_name = keys[baseline], names[baseline]
+        sets = [set(k) for k in keys]
+        if not intersect:
+            for n, k, ks in zip(names, keys, sets, strict=True):
+                if ks == sets[baseline]:
+                    continue
+                extra, absent = ks - sets[baseline], sets[baseline] - ks
+                shared = len(set.intersection(*sets))
+                example = sorted(extra or absent)[0].split("\x00")[0]
+                raise XmodalError(
+                    f"runs {base_name!r} and {n!r} were evaluated on different {d} queries: "
+                    f"{len(extra):,} of {n!r}'s {len(k):,} are not in {base_name!r} and "
+                    f"{len(absent):,} of {base_name!r}'s {len(base_keys):,} are not in {n!r} "
+                    f"(e.g. {example!r}); evaluate them on the same data, or compare the "
+                    f"{shared:,} queries they share with --intersect")
+        common = set.intersection(*sets)
+        order = [k for k in base_keys if k in common]
+        index[d] = []
+        for n, k in zip(names, keys, strict=True):
+            pos = {q: i for i, q in enumerate(k)}
+            index[d].append(np.array([pos[q] for q in order], dtype=np.int64))
+            if len(k) != len(order):
+                dropped.setdefault(n, {})[d] = len(k) - len(order)
+        queries[d] = len(order)
+    same_order = all(_query_keys(r, d) == _query_keys(runs[baseline], d)
+                     for r in runs for d in directions)
+    how = "by query id" + ("" if same_order else " (the runs list their queries in different "
+                           "orders)")
+    note = f"paired {how}"
+    if intersect:
+        note += "; --intersect: the queries every run has (" + ", ".join(
+            f"{d} {n:,}" for d, n in queries.items()) + ")"
+        if dropped:
+            note += ", dropped " + "; ".join(
+                f"{n}: " + ", ".join(f"{c:,} {d}" for d, c in v.items()) for n, v in dropped.items())
+    return index, {"by": "query id", "intersect": intersect, "queries": queries,
+                   "dropped": dropped, "note": note}
+
+
+def _check(runs: Sequence[dict], names: list[str], by_position: bool = True) -> None:
     """Same protocol, directions and queries in every run, and per-query values in each."""
     if len(runs) < 2:
         raise XmodalError("compare needs at least two runs")
@@ -79,7 +157,7 @@ def _check(runs: Sequence[dict], names: list[str]) -> None:
         if set(r["per_query"]) != set(first["per_query"]):
             raise XmodalError(f"run {name!r} has directions {sorted(r['per_query'])}, run {name0!r} "
                               f"{sorted(first['per_query'])}")
-        if r.get("n_queries") != first.get("n_queries"):
+        if by_position and r.get("n_queries") != first.get("n_queries"):
             raise XmodalError(f"run {name!r} has {r.get('n_queries')} queries, run {name0!r} "
                               f"{first.get('n_queries')}: compare runs on the same queries")
 
@@ -90,7 +168,8 @@ def _values(run: dict, name: str, direction: str, metric: str) -> np.ndarray:
         raise XmodalError(f"run {name!r} has no per-query {metric!r} for {direction}; it has "
                           f"{', '.join(pq)}")
     v = np.array([np.nan if x is None else x for x in pq[metric]], dtype=np.float64)
-    n = (run.get("n_queries") or {}).get(direction)
+    ids = (run.get("query_ids") or {}).get(direction)
+    n = len(ids) if ids is not None else (run.get("n_queries") or {}).get(direction)
     if n is not None and len(v) != n:
         raise XmodalError(f"run {name!r} has {len(v)} per-query {metric} values for {direction} "
                           f"but {n} queries: {RERUN}")
@@ -119,6 +198,7 @@ def compare_runs(
     alpha: float = 0.05,
     baseline: int = 0,
     confidence: float = 0.95,
+    intersect: bool = False,
 ) -> dict[str, Any]:
     """Every run against ``runs[baseline]``, per direction and metric: means, difference (run -
     baseline), its bootstrap CI, p-value, corrected p-value, and whether it is significant at
@@ -129,9 +209,12 @@ def compare_runs(
     if correction not in CORRECTIONS:
         raise XmodalError(f"unknown correction {correction!r}; choose from {', '.join(CORRECTIONS)}")
     names = _names(runs)
-    _check(runs, names)
     if not 0 <= baseline < len(runs):
         raise XmodalError(f"baseline {baseline} is not one of the {len(runs)} runs")
+    _check(runs, names, by_position=False)
+    index, pairing = _pairing(runs, names, baseline, intersect)
+    if pairing["by"] == "position":
+        _check(runs, names)
     metrics = _metrics(runs, metrics)
     directions = list(runs[0]["per_query"])
     means: dict[str, dict[str, dict[str, float | None]]] = {n: {} for n in names}
@@ -140,6 +223,8 @@ def compare_runs(
     for direction in directions:
         for metric in metrics:
             values = [_values(r, n, direction, metric) for n, r in zip(names, runs, strict=True)]
+            values = [v if ix is None else v[ix]
+                      for v, ix in zip(values, index[direction], strict=True)]
             for n, v in zip(names, values, strict=True):
                 means[n].setdefault(direction, {})[metric] = (
                     None if np.isnan(v).all() else float(np.nanmean(v)))
@@ -174,6 +259,7 @@ def compare_runs(
         "metrics": metrics,
         "lower_is_better": [m for m in metrics if LOWER_IS_BETTER.match(m)],
         "n_queries": runs[0].get("n_queries"),
+        "pairing": pairing,
         "test": test,
         "correction": correction,
         "correction_family": "the runs compared with the baseline, per direction and metric",
