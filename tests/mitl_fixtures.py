@@ -44,8 +44,9 @@ def score_files(root: Path, n: int = 3, seed: int = 0) -> list[Path]:
 
 
 def build_campaign(root: Path, size: int = 4, replication: int = 2, n_queries: int = 8,
-                   judge_originals: bool = False):
-    """A campaign with HITs ready: (Campaign, protocol)."""
+                   judge_originals: bool = False, qualify: int = 0, hits: bool = True):
+    """A campaign with HITs ready: (Campaign, protocol); ``qualify`` N makes an entry test of N
+    check pairs first (as ``hits --qualify N`` does), ``hits=False`` leaves out the HITs."""
     from xmodal.mitl.hits import make_hits
     from xmodal.mitl.propose import load_annotator, propose
     from xmodal.mitl.store import Campaign
@@ -57,7 +58,12 @@ def build_campaign(root: Path, size: int = 4, replication: int = 2, n_queries: i
                                        "captions": str(root / "caps.csv")})
     propose(campaign, protocol, annotators, n_queries=n_queries, k=5,
             judge_originals=judge_originals)
-    make_hits(campaign, protocol, size=size, replication=replication)
+    if qualify:
+        from xmodal.mitl.hits import make_qualification
+
+        make_qualification(campaign, protocol, qualify, 0.8)
+    if hits:
+        make_hits(campaign, protocol, size=size, replication=replication)
     return campaign, protocol
 
 

@@ -15,13 +15,15 @@ every session made from it.
 from __future__ import annotations
 
 import hashlib
+import math
 import hmac
 import secrets
 import weakref
 from typing import Any
 
 from xmodal.errors import XmodalError
-from xmodal.mitl.store import LIVE, Campaign, CampaignConflict, Worker
+from xmodal.mitl.store import (LIVE, Campaign, CampaignConflict, Worker, entry_test,
+                                qualification_gate)
 
 SECRET_KEY = "server_secret"
 ID_CHARS = 16
@@ -67,20 +69,36 @@ def pair_of(campaign: Campaign, assignment: int, item: str) -> int | None:
     return id_map(campaign, assignment).get(item)
 
 
-def hit_number(campaign: Campaign, worker: Worker, assignment: int) -> dict[str, int]:
+def hit_number(campaign: Campaign, worker: Worker, assignment: int) -> dict[str, Any]:
     """``number``: this HIT's place among the worker's own HITs (1 for a newcomer's first),
-    ``left``: HITs the worker could still take after it, ``of``: number + left."""
+    ``left``: HITs the worker could still take after it, ``of``: number + left. The entry test
+    (``hits --qualify``) is no HIT here: while it is open ``entry_test`` holds its size and pass
+    mark (and ``number`` is 0); a worker who failed it has ``entry_test_failed`` and no HIT left.
+    """
+    q = entry_test(campaign.conn)
+    gate = qualification_gate(campaign.conn, worker.id) if q else None
     number = campaign.q(
-        "SELECT COUNT(*) FROM assignments WHERE worker_id = ? AND id <= ? AND "
-        "(status != 'expired' OR submitted_at IS NOT NULL)", (worker.id, assignment))[0][0]
+        "SELECT COUNT(*) FROM assignments a JOIN hits h ON h.id = a.hit_id WHERE "
+        "a.worker_id = ? AND a.id <= ? AND h.replication > 0 AND "
+        "(a.status != 'expired' OR a.submitted_at IS NOT NULL)", (worker.id, assignment))[0][0]
     live = ",".join(f"'{s}'" for s in LIVE)
     left = campaign.q(
         f"SELECT COUNT(*) FROM (SELECT h.id FROM hits h LEFT JOIN assignments a ON "
-        f"a.hit_id = h.id AND a.status IN ({live}) WHERE h.id NOT IN (SELECT hit_id FROM "
-        f"assignments WHERE worker_id = ?) GROUP BY h.id HAVING COUNT(a.id) < h.replication)",
-        (worker.id,))[0][0]
+        f"a.hit_id = h.id AND a.status IN ({live}) WHERE h.replication > 0 AND h.id NOT IN "
+        f"(SELECT hit_id FROM assignments WHERE worker_id = ?) GROUP BY h.id "
+        f"HAVING COUNT(a.id) < h.replication)", (worker.id,))[0][0]
+    out: dict[str, Any] = {}
+    if gate == -1:  # failed the entry test: nothing is left for them, and they are told so
+        return {"number": 0, "of": 0, "left": 0, "entry_test_failed": True}
+    on_entry = q is not None and gate is not None and campaign.q(
+        "SELECT 1 FROM assignments WHERE id = ? AND hit_id = ?", (assignment, q["hit"]))
+    if gate is not None or on_entry:
+        out["entry_test"] = {"pairs": q["n"], "pass_mark": q["min_accuracy"],
+                             "need": math.ceil(q["min_accuracy"] * q["n"] - 1e-9)}
+    if on_entry or (gate is not None and assignment == 0):
+        return {"number": 0, "of": left, "left": left, **out}
     number = max(number, 1)
-    return {"number": number, "of": number + left, "left": left}
+    return {"number": number, "of": number + left, "left": left, **out}
 
 
 # ----- sessions ----------------------------------------------------------------------------

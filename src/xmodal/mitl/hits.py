@@ -84,11 +84,21 @@ def chunks(order: list[int], size: int) -> list[list[int]]:
     return out
 
 
+def hit_check_pairs(campaign: Campaign, entry: bool) -> set[tuple[str, str]]:
+    """(image id, text id) of every pair of the entry test (``entry``), or of every pair of the
+    real HITs (not ``entry``): the other kind must not use them as checks."""
+    op = "=" if entry else ">"
+    return {(i, t) for i, t in campaign.q(
+        f"SELECT p.image_id, p.text_id FROM hit_items hi JOIN hits h ON h.id = hi.hit_id JOIN "
+        f"pairs p ON p.id = hi.pair_id WHERE h.replication {op} 0")}
+
+
 class GoldDrawer:
     """Draws the check pairs of HITs: known positives (the protocol's, or the user's gold file)
     and known negatives (the user's, or a random pair outside every annotator's top-25)."""
 
-    def __init__(self, campaign: Campaign, protocol: Protocol, seed: int = 0):
+    def __init__(self, campaign: Campaign, protocol: Protocol, seed: int = 0,
+                 exclude: set[tuple[str, str]] = frozenset(), pool: str = "HITs"):
         gold = campaign.meta("gold") or {"mode": "auto"}
         if gold["mode"] == "none":
             raise XmodalError("the campaign was proposed with --gold none: it has no check pairs")
@@ -105,8 +115,19 @@ class GoldDrawer:
         if not self.pos:
             raise XmodalError(f"protocol {protocol.name!r} has no positive pair to use as gold; "
                               "propose with --gold none or --gold FILE")
+        # the entry test and the HITs draw their check pairs from separate pools: a pair seen
+        # in one is never a check of the other (who remembers the entry test learns nothing)
+        self.exclude = set(exclude)
+        self.pos = [p for p in self.pos if p not in self.exclude]
+        if gold["mode"] == "file":
+            self.negs = [p for p in self.negs if p not in self.exclude]
+        if not self.pos or (gold["mode"] == "file" and not self.negs):
+            raise XmodalError(
+                f"no known {'positive' if not self.pos else 'negative'} is left for the {pool}: "
+                "the entry test and the HITs need check pairs of their own; give more pairs "
+                "with --gold FILE, or a smaller --qualify")
         self.near = near_pairs(campaign)
-        self.rng = np.random.default_rng(seed + 7919)
+        self.rng = np.random.default_rng(seed + (7919 if pool == "HITs" else 104729))
 
     def positive(self, conn, round_: int, avoid: set[int] = frozenset()) -> int:
         """A known positive's pair id, not one of ``avoid`` if it can."""
@@ -124,7 +145,7 @@ class GoldDrawer:
             for _ in range(10_000):
                 gn = (self.image_ids[self.rng.integers(len(self.image_ids))],
                       self.text_ids[self.rng.integers(len(self.text_ids))])
-                if gn not in self.near and gn not in self.pos_ids:
+                if gn not in self.near and gn not in self.pos_ids and gn not in self.exclude:
                     break
             else:
                 raise XmodalError(
@@ -145,7 +166,8 @@ def make_qualification(campaign: Campaign, protocol: Protocol, n: int, min_accur
         raise XmodalError(f"--min-accuracy must be in (0, 1], got {min_accuracy}")
     if campaign.meta("qualify"):
         raise XmodalError(f"{campaign.path} already has a qualification HIT")
-    draw = GoldDrawer(campaign, protocol, seed)
+    draw = GoldDrawer(campaign, protocol, seed, exclude=hit_check_pairs(campaign, entry=False),
+                      pool="entry test")
     rng = np.random.default_rng(seed)
     with campaign.write() as c:
         items: dict[int, str] = {}
@@ -187,7 +209,8 @@ def make_hits(campaign: Campaign, protocol: Protocol, size: int = DEFAULT_SIZE,
                           "mitl propose' found none outside the known positives (try more "
                           "--queries, a larger --k or other annotators)")
     gold = campaign.meta("gold") or {"mode": "auto"}
-    draw = GoldDrawer(campaign, protocol, seed) if gold["mode"] != "none" else None
+    draw = (GoldDrawer(campaign, protocol, seed, exclude=hit_check_pairs(campaign, entry=True))
+            if gold["mode"] != "none" else None)
     rng = np.random.default_rng(seed)
     order = [int(j) for j in rng.permutation(len(pending))]
     round_ = int(campaign.meta("round", 1))

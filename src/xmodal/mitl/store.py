@@ -181,25 +181,37 @@ def open_readonly(path: Path) -> sqlite3.Connection:
         return conn
 
 
+def entry_test(conn) -> dict[str, Any] | None:
+    """The campaign's entry test (``hits --qualify N``): its HIT id, number of check pairs and
+    pass mark, or None."""
+    row = conn.execute("SELECT value FROM meta WHERE key = 'qualify'").fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def entry_passed(conn, hit: int, assignment_id: int, min_accuracy: float) -> bool:
+    """Whether a submitted entry test has at least ``min_accuracy`` of its check pairs right
+    (a skipped or missing answer counts as wrong)."""
+    answers = conn.execute("SELECT hi.role, j.answer FROM hit_items hi LEFT JOIN judgments j ON "
+                           "j.pair_id = hi.pair_id AND j.assignment_id = ? WHERE hi.hit_id = ?",
+                           (assignment_id, hit)).fetchall()
+    right = sum(1 for role, answer in answers
+                if answer is not None and (answer <= 2) == (role == "gold_pos"))
+    return bool(answers) and right / len(answers) >= min_accuracy - 1e-9
+
+
 def qualification_gate(conn, worker_id: int) -> int | None:
     """None: the worker may take real HITs (no qualification, or passed it); the
     qualification HIT's id: they must take it first; -1: they failed it (or let it expire)."""
-    row = conn.execute("SELECT value FROM meta WHERE key = 'qualify'").fetchone()
-    if row is None:
+    q = entry_test(conn)
+    if q is None:
         return None
-    q = json.loads(row[0])
-    a = conn.execute("SELECT id, submitted_at FROM assignments WHERE hit_id = ? AND "
+    a = conn.execute("SELECT id, submitted_at, status FROM assignments WHERE hit_id = ? AND "
                      "worker_id = ?", (q["hit"], worker_id)).fetchone()
     if a is None:
         return q["hit"]
     if a[1] is None:
-        return -1
-    answers = conn.execute("SELECT hi.role, j.answer FROM judgments j JOIN hit_items hi ON "
-                           "hi.pair_id = j.pair_id AND hi.hit_id = ? WHERE j.assignment_id = ?",
-                           (q["hit"], a[0])).fetchall()
-    right = sum(1 for role, answer in answers
-                if answer is not None and (answer <= 2) == (role == "gold_pos"))
-    return None if answers and right / len(answers) >= q["min_accuracy"] else -1
+        return q["hit"] if a[2] == "active" else -1
+    return None if entry_passed(conn, q["hit"], a[0], q["min_accuracy"]) else -1
 
 
 # columns added after schema version 1 (ALTER TABLE ... ADD COLUMN on open): the last activity
@@ -522,6 +534,10 @@ class Campaign:
             gold_ok = all(is_gold_correct(kinds[pid], a) for _, pid, a, _ in rows
                           if kinds[pid].startswith("gold") and a is not None)
             outcome = "accepted" if gold_ok else "review"
+            q = entry_test(c)
+            if q is not None and q["hit"] == hit:  # the entry test: passed or not, no review
+                outcome = ("accepted" if entry_passed(c, hit, assignment_id, q["min_accuracy"])
+                           else "rejected")
             c.execute("UPDATE assignments SET status = ?, submitted_at = ?, draft = NULL WHERE "
                       "id = ?", (outcome, time.time(), assignment_id))
             return outcome
@@ -529,7 +545,8 @@ class Campaign:
     # ----- review ---------------------------------------------------------------------------
     def review_queue(self) -> list[dict[str, Any]]:
         rows = self.q("SELECT a.id, a.hit_id, w.name, a.submitted_at FROM assignments a JOIN "
-                      "workers w ON w.id = a.worker_id WHERE a.status = 'review' ORDER BY a.id")
+                      "workers w ON w.id = a.worker_id JOIN hits h ON h.id = a.hit_id WHERE "
+                      "a.status = 'review' AND h.replication > 0 ORDER BY a.id")
         out = []
         for aid, hit, name, at in rows:
             items = self.q(
@@ -582,20 +599,34 @@ class Campaign:
         return self.q(
             "SELECT w.name, hi.role, j.answer FROM judgments j JOIN assignments a ON "
             "a.id = j.assignment_id JOIN workers w ON w.id = a.worker_id JOIN hit_items hi ON "
-            "hi.hit_id = a.hit_id AND hi.pair_id = j.pair_id WHERE hi.role != 'judge' AND "
-            "a.status = 'accepted'")
+            "hi.hit_id = a.hit_id AND hi.pair_id = j.pair_id JOIN hits h ON h.id = a.hit_id "
+            "WHERE hi.role != 'judge' AND a.status = 'accepted' AND h.replication > 0")
 
     def progress(self) -> dict[str, Any]:
+        """Counts of the campaign; HITs and assignments are the real HITs' (the entry test,
+        a HIT of replication 0, is counted apart), ``workers`` the people who judge (not the
+        reviewers)."""
         one = lambda sql: self.q(sql)[0][0]  # noqa: E731
-        return {
+        real = "FROM assignments a JOIN hits h ON h.id = a.hit_id WHERE h.replication > 0 AND "
+        out = {
             "queries": one("SELECT COUNT(*) FROM queries"),
             "candidates": one("SELECT COUNT(*) FROM pairs WHERE kind = 'candidate'"),
             "originals": one("SELECT COUNT(*) FROM pairs WHERE kind = 'original'"),
-            "hits": one("SELECT COUNT(*) FROM hits"),
+            "hits": one("SELECT COUNT(*) FROM hits WHERE replication > 0"),
             "slots": one("SELECT COALESCE(SUM(replication), 0) FROM hits"),
-            "submitted": one("SELECT COUNT(*) FROM assignments WHERE submitted_at IS NOT NULL"),
-            "accepted": one("SELECT COUNT(*) FROM assignments WHERE status = 'accepted'"),
-            "review": one("SELECT COUNT(*) FROM assignments WHERE status = 'review'"),
-            "rejected": one("SELECT COUNT(*) FROM assignments WHERE status = 'rejected'"),
-            "workers": one("SELECT COUNT(*) FROM workers"),
+            "submitted": one(f"SELECT COUNT(*) {real} a.submitted_at IS NOT NULL"),
+            "accepted": one(f"SELECT COUNT(*) {real} a.status = 'accepted'"),
+            "review": one(f"SELECT COUNT(*) {real} a.status = 'review'"),
+            "rejected": one(f"SELECT COUNT(*) {real} a.status = 'rejected'"),
+            "workers": one("SELECT COUNT(*) FROM workers WHERE role = 'worker'"),
+            "reviewers": one("SELECT COUNT(*) FROM workers WHERE role = 'reviewer'"),
         }
+        q = self.meta("qualify")
+        if q:
+            taken = self.q("SELECT status, COUNT(*) FROM assignments WHERE hit_id = ? AND "
+                           "submitted_at IS NOT NULL GROUP BY status", (q["hit"],))
+            by = dict(taken)
+            out["entry_test"] = {"pairs": q["n"], "pass_mark": q["min_accuracy"],
+                                 "taken": sum(by.values()), "passed": by.get("accepted", 0),
+                                 "failed": by.get("rejected", 0)}
+        return out

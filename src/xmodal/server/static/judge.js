@@ -188,6 +188,27 @@ function setNumbers(data) {
   judge.number = data.number || 0;
   judge.of = data.of || 0;
   judge.left = data.left || 0;
+  judge.entry = data.entry_test || null;  // {pairs, pass_mark, need} while the entry test is open
+  const note = $("entry-note");
+  note.hidden = !judge.entry;
+  if (judge.entry) {
+    note.textContent = `Entry test: ${judge.entry.pairs} pairs. Answer at least ${judge.entry.need} ` +
+      `of them right (${Math.round(100 * judge.entry.pass_mark)}%) to get the HITs; ` +
+      "the test is taken once.";
+  }
+}
+
+function showDone(data) {
+  const failed = Boolean(data.entry_test_failed);
+  $("done").dataset.reason = failed ? "entry-test" : "no-hits";
+  $("done-title").textContent = failed
+    ? "You did not pass the entry test — thank you for taking it."
+    : "No HITs left — thank you!";
+  $("done-text").textContent = failed
+    ? "Too few of its pairs were answered as expected, so this study has no HITs for you. " +
+      "If you came from a crowd platform, return the study there; you will not get a completion code."
+    : "Every HIT has enough judgments or was already judged by you.";
+  show("done");
 }
 
 async function loadNext() {
@@ -198,7 +219,7 @@ async function loadNext() {
   setNumbers(data);
   if (data.assignment === null || data.assignment === undefined) {
     judge.assignment = null;
-    show("done");
+    showDone(data);
     return;
   }
   adopt(data);
@@ -229,6 +250,7 @@ function buildAnswerButtons() {
 }
 
 function hitText() {
+  if (judge.entry && !judge.number) return "Entry test";
   return judge.of ? `HIT ${judge.number} of ${judge.of}` : `HIT ${judge.number}`;
 }
 
@@ -237,7 +259,9 @@ function render() {
   const answered = answeredCount();
   $("progress-bar").max = Math.max(n, 1);
   $("progress-bar").value = answered;
-  $("hits-left").textContent = `${judge.left} more HIT${judge.left === 1 ? "" : "s"} after this one`;
+  $("hits-left").textContent = judge.entry && !judge.number
+    ? `${judge.left} HIT${judge.left === 1 ? "" : "s"} after it if you pass`
+    : `${judge.left} more HIT${judge.left === 1 ? "" : "s"} after this one`;
   if (judge.position >= n) return renderSummary();
   const item = judge.items[judge.position];
   const entry = entryOf(item);
@@ -450,7 +474,9 @@ async function submitHit() {
     judge.assignment = null;
     mitl.clearMessage();
     // the same words whatever the check pairs got: no verdict before review
-    $("outcome-text").textContent = judge.left
+    $("outcome-text").textContent = judge.entry && !judge.number
+      ? "Entry test submitted — thank you!"
+      : judge.left
       ? `Submitted — thank you! ${judge.left} more HIT${judge.left === 1 ? "" : "s"} for you.`
       : "Submitted — thank you!";
     $("outcome").dataset.status = "submitted";
