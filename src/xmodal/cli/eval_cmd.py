@@ -52,7 +52,8 @@ def eval_command(
     ),
     seed: int = typer.Option(0, "--seed", help="Random seed passed to the model."),
     as_json: bool = typer.Option(False, "--json", help="Print the JSON report to stdout."),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Also save the JSON report."),
+    report_file: Path | None = typer.Option(None, "--output", "-o",
+                                            help="Also save the JSON report."),
     per_query: bool = typer.Option(False, "--per-query", help="Include per-query values."),
 ) -> None:
     """Evaluate a model on a protocol, both directions (i2t = annotation, t2i = search).
@@ -126,9 +127,9 @@ def eval_command(
         scorer = fold_scorer(proto, get_scorer(model, protocol))
         report = run_eval(proto, scorer, model=model, seed=seed, per_query=per_query)
     text = json.dumps(report, indent=2)
-    if output is not None:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        output.write_text(text + "\n")
+    if report_file is not None:
+        report_file.parent.mkdir(parents=True, exist_ok=True)
+        report_file.write_text(text + "\n")
     if as_json:
         typer.echo(text)
         return

@@ -62,6 +62,10 @@ def install_error_handlers(app: FastAPI) -> None:
             message = "no such endpoint; see /docs for the API"
         return error_response(exc.status_code, message)
 
+    @app.exception_handler(RecursionError)
+    async def _too_deep(_: Request, exc: RecursionError) -> JSONResponse:
+        return error_response(400, "the request is nested too deeply to read")
+
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error on %s %s", request.method, request.url.path)

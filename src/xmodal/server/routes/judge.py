@@ -277,6 +277,8 @@ async def save_draft(assignment_id: int, request: Request,
         body = json.loads(raw or b"null")
     except ValueError:
         raise ApiError(422, "the draft must be JSON") from None
+    except RecursionError:
+        raise ApiError(422, "the draft is nested too deeply to be a draft") from None
     if not isinstance(body, dict):
         raise ApiError(422, "the draft must be a JSON object")
     version = body.get("version")
