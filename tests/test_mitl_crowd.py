@@ -132,6 +132,8 @@ def test_mturk_round_trip_gives_the_simulated_positives(flickr_campaign, tmp_pat
                 answer = got[k] if k < len(got) else None
                 for v in ANSWERS:
                     out_row[f"Answer.item_{j}_a{v}.on"] = "true" if answer == v else "false"
+                # no recorded judgment: the worker answers "can't tell" (0), no judgment
+                out_row[f"Answer.item_{j}_a0.on"] = "true" if ref and answer is None else "false"
                 out_row[f"Answer.item_{j}_reason"] = ""
             out_row["Answer.hit"] = row["hit"]
             results.append(out_row)

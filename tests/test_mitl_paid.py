@@ -100,3 +100,124 @@ def test_the_judge_page_names_the_entry_test_and_its_failure():
 
     js = (Path(server.__file__).parent / "static" / "judge.js").read_text()
     assert "Entry test" in js and "entry_test_failed" in js and "did not pass the entry test" in js
+
+
+# ----- 2. MTurk import -------------------------------------------------------------------------
+def _mturk_export(c, tmp_path):
+    """(input rows, item ref -> role) of the campaign's MTurk export."""
+    import csv
+
+    from xmodal.mitl.crowd import hit_table
+
+    out = tmp_path / "m"
+    r = _cli("mitl", "crowd", "export", c.path, out, "--platform", "mturk")
+    assert r.exit_code == 0, r.output
+    with open(out / "mturk" / "input.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    roles = {it["ref"]: it["role"] for h in hit_table(c) for it in h["items"]}
+    return rows, roles
+
+
+def _mturk_row(row, roles, worker, assignment, status="Submitted", wrong=False, **extra):
+    """A batch results row as MTurk writes it: the checks right (or wrong), the rest '2'."""
+    out = {"HITId": "H" + row["hit"][:6], "AssignmentId": assignment, "WorkerId": worker,
+           "AssignmentStatus": status, "AcceptTime": "Sat Nov 28 02:00:00 PST 2026",
+           "SubmitTime": "Sat Nov 28 02:01:00 PST 2026", "WorkTimeInSeconds": "60",
+           "RequesterFeedback": "", "Answer.feedback": "nice", "Extra": "kept"}
+    out.update({f"Input.{k}": v for k, v in row.items()})
+    k = 1
+    while f"item_{k}" in row:
+        role = roles.get(row[f"item_{k}"])
+        answer = {"gold_pos": 4 if wrong else 1, "gold_neg": 1 if wrong else 4}.get(role, 2)
+        for v in (1, 2, 3, 4):
+            out[f"Answer.item_{k}_a{v}.on"] = "true" if role and v == answer else "false"
+        out[f"Answer.item_{k}_reason"] = ""
+        k += 1
+    out.update(extra)
+    return out
+
+
+def _write_csv(path, rows):
+    import csv
+
+    fields = list(dict.fromkeys(k for r in rows for k in r))
+    with open(path, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=fields)
+        w.writeheader()
+        w.writerows(rows)
+    return path
+
+
+def test_mturk_import_honours_mturk_decisions_and_names_every_row(tmp_path):
+    import csv
+
+    c, _ = build_campaign(tmp_path, replication=2)
+    (a, b), roles = _mturk_export(c, tmp_path)[0][:2], _mturk_export(c, tmp_path)[1]
+    rows = [
+        _mturk_row(a, roles, "W1", "A1"),                               # line 2: accepted
+        _mturk_row(a, roles, "W2", "A2", "Approved", wrong=True),       # 3: MTurk approved it
+        _mturk_row(a, roles, "W3", "A3"),                               # 4: over the limit (2)
+        _mturk_row(b, roles, "W1", "B1", "Rejected"),                   # 5: MTurk rejected it
+        _mturk_row(b, roles, "W2", "B2", wrong=True),                   # 6: checks wrong: review
+        _mturk_row(b, roles, "W2", "B3"),                               # 7: W2's second of HIT b
+        _mturk_row(a, roles, "W1", "A1"),                               # 8: the same row again
+    ]
+    batch = _write_csv(tmp_path / "Batch_9_batch_results.csv", rows)
+    c.close()
+    r = _cli("mitl", "crowd", "import", c.path, batch)
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert {k: got.get(k) for k in ("rows", "accepted", "rejected", "review", "full", "taken",
+                                    "duplicate")} == {
+        "rows": 7, "accepted": 2, "rejected": 1, "review": 1, "full": 1, "taken": 1,
+        "duplicate": 1}
+    assert got["over_limit"] == [{"line": 4, "assignment": "A3", "worker": "W3"}]
+    assert got["second_assignments"] == [{"line": 7, "assignment": "B3", "worker": "W2"}]
+    assert got["duplicates"] == [{"line": 8, "assignment": "A1", "worker": "W1",
+                                  "same_as_line": 2}]
+    assert got["waiting_for_review"] == [6]
+    with Campaign(c.path) as cc:
+        status = dict(cc.q("SELECT e.external_id, a.status FROM external_assignments e JOIN "
+                           "assignments a ON a.id = e.assignment_id"))
+    # Rejected on MTurk is never accepted; Approved stays approved (its wrong checks or not)
+    assert status == {"A1": "accepted", "A2": "accepted", "B1": "rejected", "B2": "review"}
+    with open(got["decisions"], newline="") as f:
+        decided = list(csv.DictReader(f))
+    assert [(d["Approve"], bool(d["Reject"])) for d in decided] == [
+        ("x", False), ("", False), ("x", False), ("", False), ("", False), ("", True),
+        ("x", False)]
+    assert all(d["xmodal"] for d in decided)  # a decision (or why none) on every row
+    assert "over the HIT's limit" in decided[2]["xmodal"] and "on MTurk" in decided[3]["xmodal"]
+    assert decided[0]["Extra"] == "kept"  # other columns pass through
+
+
+def test_a_bad_mturk_file_stores_nothing_and_names_every_bad_line(tmp_path):
+    c, _ = build_campaign(tmp_path, replication=2)
+    (a, b), roles = _mturk_export(c, tmp_path)[0][:2], _mturk_export(c, tmp_path)[1]
+    double = _mturk_row(b, roles, "W2", "B2")
+    double["Answer.item_1_a3.on"] = double["Answer.item_1_a1.on"] = "true"
+    none = _mturk_row(b, roles, "W3", "B3")
+    for v in (1, 2, 3, 4):
+        none[f"Answer.item_2_a{v}.on"] = "false"
+    rows = [
+        _mturk_row(a, roles, "W1", "A1"),                               # line 2: fine
+        _mturk_row(a, roles, "W2", "A2", **{"Input.item_1": "feedface00000000"}),  # 3
+        double,                                                         # 4
+        none,                                                           # 5
+        _mturk_row(b, roles, "W4", "B4", "Returned"),                   # 6
+        _mturk_row(b, roles, "W5", "B5", **{"Input.hit": "nohit"}),     # 7
+    ]
+    batch = _write_csv(tmp_path / "bad.csv", rows)
+    c.close()
+    r = _cli("mitl", "crowd", "import", c.path, batch)
+    assert isinstance(r.exception, XmodalError), r.output
+    msg = str(r.exception)
+    assert "5 of 6 rows" in msg and "nothing was stored" in msg
+    for line, what in ((3, "feedface00000000"), (4, "pair 1 has 3 answers (1, 3, 4)"),
+                       (5, "pair 2 has no answer"), (6, "'Returned'"), (7, "'nohit'")):
+        assert f"line {line}: " in msg and what in msg, (line, msg)
+    assert "line 2:" not in msg
+    with Campaign(c.path) as cc:
+        assert cc.q("SELECT COUNT(*) FROM assignments")[0][0] == 0
+        assert cc.q("SELECT COUNT(*) FROM workers")[0][0] == 0
+    assert not (tmp_path / "bad.decisions.csv").exists()

@@ -58,15 +58,6 @@ MAX_NEIGHBOURS = 64  # candidates kept per photo (a guard against huge near-iden
 BLOCK_FLOATS = 1 << 24  # similarities computed at once (64 MB of float32)
 HASH_BATCH = 64  # hashes written per transaction
 
-HASH_SCHEMA = """
-CREATE TABLE IF NOT EXISTS photo_hashes (
-    sha1 TEXT PRIMARY KEY,
-    phash TEXT,
-    phash_mirror TEXT,
-    reason TEXT,
-    computed_at REAL NOT NULL
-);
-"""
 LOG_KIND = "xmodal-duplicates-moves"
 
 
@@ -202,11 +193,6 @@ def hash_file(path: str) -> tuple[str | None, str | None, str | None, str | None
     return sha1, *perceptual_hashes(image), None
 
 
-def ensure_hash_table(store: Store) -> None:
-    with store.conn:
-        store.conn.executescript(HASH_SCHEMA)
-
-
 def photo_hashes(store: Store, file_ids: Iterable[int], progress: bool = False,
                  workers: int | None = None) -> dict[int, tuple[int, int]]:
     """{file id: (pHash, mirrored pHash) as integers} of indexed photos; computed from the files
@@ -221,7 +207,6 @@ def photo_hashes(store: Store, file_ids: Iterable[int], progress: bool = False,
     ids = sorted({int(i) for i in file_ids})
     if not ids:
         return {}
-    ensure_hash_table(store)
     info = _file_rows(store, ids, "id, path, sha1")
     cached: dict[str, tuple[str | None, str | None]] = {}
     sha1s = sorted({row[2] for row in info if row[2]})

@@ -52,6 +52,7 @@ from xmodal.index.metadata import PhotoMeta, place_name, read_metadata
 from xmodal.index.query import Term, combine, parse_query
 from xmodal.index.scan import BAD_NAME, load_checked, read_bytes, walk_images
 from xmodal.index.store import Store
+from xmodal.migrations import file_lock
 from xmodal.models.embedding import EmbeddingModel
 
 LOADERS = 2  # threads reading, hashing and decoding files while the model embeds
@@ -903,25 +904,10 @@ def _resolve_captions(captions: dict[str, list[str]], root: Path) -> dict[str, l
     return out
 
 
-@contextmanager
-def writer_lock(db_path: Path) -> Iterator[None]:
-    """An exclusive lock on ``<db>.lock`` for the time of a write (indexing, forget, prune);
-    a second writer fails at once instead of embedding everything again beside the first."""
-    import fcntl
-
-    lock_path = Path(str(db_path) + ".lock")
-    try:
-        handle = open(lock_path, "a+")
-    except OSError:  # a read-only folder: no other writer can work there either
-        yield
-        return
-    with handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise XmodalError(f"another 'xmodal index' (or forget/prune) is updating {db_path}; "
-                              "wait for it to finish and run this again") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+def writer_lock(db_path: Path):
+    """An exclusive lock on ``<db>.lock`` for the time of a write (indexing, forget, prune; a
+    schema upgrade takes it too); a second writer fails at once instead of embedding everything
+    again beside the first."""
+    return file_lock(Path(str(db_path) + ".lock"),
+                     f"another 'xmodal index' (or forget/prune) is updating {db_path}; "
+                     "wait for it to finish and run this again")

@@ -21,6 +21,7 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.index.metadata import PhotoMeta
+from xmodal.migrations import Schema, add_columns, file_lock, migrate
 
 
 def fold(text: str) -> str:
@@ -87,6 +88,43 @@ CREATE TABLE IF NOT EXISTS photo_places (
 CREATE INDEX IF NOT EXISTS photo_places_file ON photo_places(file_id);
 """
 
+# the perceptual-hash cache of ``xmodal duplicates`` (index/duplicates.py), keyed by content
+HASH_SCHEMA = """
+CREATE TABLE IF NOT EXISTS photo_hashes (
+    sha1 TEXT PRIMARY KEY,
+    phash TEXT,
+    phash_mirror TEXT,
+    reason TEXT,
+    computed_at REAL NOT NULL
+);
+"""
+
+# The photo index's schema, one step per change (xmodal.migrations): a database of an older
+# version is upgraded in place when it is opened. Append a step to change it, e.g.
+# ``(5, add_column("photo_meta", "lens", "TEXT"))``; never edit a step that has shipped.
+# Steps 1-2 are the schema as it stood before versioning (databases of that time report
+# version 0), so they must stay idempotent.
+INDEX_SCHEMA = Schema("photo index", [
+    (1, SCHEMA),
+    (2, HASH_SCHEMA),
+    # duplicates: the eight pHashes of the picture's rotations and mirror images (border
+    # trimmed), its size without uniform borders, and what its EXIF says about its origin
+    (3, add_columns("photo_hashes", ("dihedral", "TEXT"), ("content_width", "INTEGER"),
+                    ("content_height", "INTEGER"), ("software", "TEXT"),
+                    ("date_original", "TEXT"), ("exif_camera", "TEXT"))),
+    # vectors of files moved aside by 'xmodal duplicates --move-to', by content: a file moved
+    # back (--undo) is indexed again without being embedded again
+    (4, """CREATE TABLE IF NOT EXISTS retired_vectors (
+        sha1 TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vec BLOB NOT NULL,
+        width INTEGER,
+        height INTEGER,
+        retired_at REAL NOT NULL,
+        PRIMARY KEY (sha1, model)
+    )"""),
+])
+
 # Bumped when metadata extraction changes: rows of an older version are read again (without
 # re-embedding) by the next 'xmodal index'.
 METADATA_VERSION = 1
@@ -119,9 +157,15 @@ class Store:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=NORMAL")
             self.conn.execute("PRAGMA foreign_keys=ON")
-            self.conn.executescript(SCHEMA)
+            migrate(self.conn, INDEX_SCHEMA, self.path, lock=self._upgrade_lock)
         except sqlite3.DatabaseError as exc:
             raise XmodalError(f"{self.path} is not a usable photo index: {exc}") from exc
+
+    def _upgrade_lock(self):
+        """The writer lock ``xmodal index`` holds (``<db>.lock``), taken to upgrade the schema."""
+        return file_lock(str(self.path) + ".lock",
+                         f"another 'xmodal index' is updating {self.path}, which this version "
+                         "of xmodal must upgrade first: run this again when it has finished")
 
     def close(self) -> None:
         self.conn.close()
@@ -202,6 +246,10 @@ class Store:
              meta.orientation, meta.city, meta.region, meta.country, meta.country_code,
              fold(meta.camera) if meta.camera else None),
         )
+        if meta.extra:  # the columns of registered filters' extractors (metadata.EXTRACTORS)
+            cols = [c for c in meta.extra if c.isidentifier()]
+            conn.execute(f"UPDATE photo_meta SET {', '.join(f'{c} = ?' for c in cols)} "
+                         "WHERE file_id = ?", [*(meta.extra[c] for c in cols), file_id])
         conn.execute("DELETE FROM photo_places WHERE file_id = ?", (file_id,))
         names = {fold(n) for n in (meta.city, meta.region, meta.country, meta.country_code) if n}
         conn.executemany("INSERT OR IGNORE INTO photo_places(name, file_id) VALUES(?, ?)",
@@ -286,24 +334,47 @@ class Store:
         return out
 
     def hashes_with_vector(self, model: str) -> set[str]:
-        """Content hashes of the files that have a vector of ``model``."""
+        """Content hashes of the files that have a vector of ``model``, and of the files moved
+        aside with theirs kept (:meth:`retire_vectors`)."""
         rows = self.conn.execute(
             "SELECT DISTINCT f.sha1 FROM files f JOIN vectors v ON v.file_id = f.id "
-            "WHERE v.model = ? AND f.sha1 IS NOT NULL", (model,))
+            "WHERE v.model = ? AND f.sha1 IS NOT NULL "
+            "UNION SELECT sha1 FROM retired_vectors WHERE model = ?", (model, model))
         return {r[0] for r in rows}
 
     def vector_by_hash(self, sha1: str, model: str) -> np.ndarray | None:
-        """The vector of ``model`` of any file with this content, or None."""
+        """The vector of ``model`` of any file with this content (or of a file moved aside with
+        it), or None."""
         row = self.conn.execute(
             "SELECT v.vec FROM files f JOIN vectors v ON v.file_id = f.id "
-            "WHERE f.sha1 = ? AND v.model = ? LIMIT 1", (sha1, model)).fetchone()
+            "WHERE f.sha1 = ? AND v.model = ? "
+            "UNION ALL SELECT vec FROM retired_vectors WHERE sha1 = ? AND model = ? LIMIT 1",
+            (sha1, model, sha1, model)).fetchone()
         return None if row is None else np.frombuffer(row[0], dtype=np.float32).copy()
 
     def size_by_hash(self, sha1: str) -> tuple[int | None, int | None]:
         row = self.conn.execute(
-            "SELECT width, height FROM files WHERE sha1 = ? AND width IS NOT NULL LIMIT 1",
-            (sha1,)).fetchone()
+            "SELECT width, height FROM files WHERE sha1 = ? AND width IS NOT NULL "
+            "UNION ALL SELECT width, height FROM retired_vectors WHERE sha1 = ? AND width IS "
+            "NOT NULL LIMIT 1", (sha1, sha1)).fetchone()
         return (row[0], row[1]) if row else (None, None)
+
+    def retire_vectors(self, conn, ids: Iterable[int]) -> int:
+        """Keep the vectors of these files by content before their records go (files moved
+        aside by 'xmodal duplicates'): moved back, they are indexed without embedding."""
+        ids = [int(i) for i in ids]
+        for start in range(0, len(ids), 900):
+            part = ids[start:start + 900]
+            conn.execute(
+                "INSERT OR REPLACE INTO retired_vectors(sha1, model, vec, width, height, "
+                "retired_at) SELECT f.sha1, v.model, v.vec, f.width, f.height, ? FROM files f "
+                f"JOIN vectors v ON v.file_id = f.id WHERE f.sha1 IS NOT NULL AND f.id IN "
+                f"({','.join('?' * len(part))})", [time.time(), *part])
+        return len(ids)
+
+    def unretire(self, conn, sha1s: Iterable[str]) -> None:
+        """Forget the kept vectors of these contents (their files are indexed again)."""
+        conn.executemany("DELETE FROM retired_vectors WHERE sha1 = ?", [(s,) for s in sha1s])
 
     def vectors_of(self, ids: Iterable[int], model: str) -> dict[int, np.ndarray]:
         """The stored vectors of ``model`` of these file ids (those that have one)."""

@@ -8,6 +8,10 @@ ANSWERS = {
     3: "mostly no, because …",
     4: "100% no",
 }
+# "can't tell": a worker may pass on a pair; it is stored as no answer (NULL) and counts as no
+# judgment (not a yes, not a no). Platforms get it as answer 0.
+SKIP = 0
+SKIP_LABEL = "can't tell"
 RULES = {
     # ECCV Caption §3.3: "100% yes" or "partially yes" is a positive answer
     "eccv": frozenset({1, 2}),

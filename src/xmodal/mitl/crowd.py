@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from xmodal.errors import XmodalError
-from xmodal.mitl.answers import ANSWERS, is_gold_correct
+from xmodal.mitl.answers import ANSWERS, SKIP, SKIP_LABEL, is_gold_correct
 from xmodal.mitl.store import LIVE, Campaign
 
 PLATFORMS = ("mturk", "label-studio", "prolific")
@@ -174,7 +174,8 @@ def mturk_template(n: int) -> str:
     for k in range(1, n + 1):
         buttons = "\n".join(
             f'        <crowd-radio-button name="item_{k}_a{v}" value="{v}">{v} · '
-            f"{escape(label)}</crowd-radio-button>" for v, label in ANSWERS.items())
+            f"{escape(label)}</crowd-radio-button>"
+            for v, label in (*ANSWERS.items(), (SKIP, SKIP_LABEL)))
         blocks.append(f"""  <section class="pair" data-item="${{item_{k}}}">
     <img src="${{image_{k}}}" alt="photo {k}">
     <p class="caption">${{text_{k}}}</p>
@@ -201,7 +202,9 @@ def mturk_template(n: int) -> str:
       <p>1 · 100% yes: the sentence describes the photo with no mistake.<br>
       2 · partially yes: it describes the photo, with a small mistake (say which).<br>
       3 · mostly no: it gets the main thing wrong (say why).<br>
-      4 · 100% no: it describes another photo.</p>
+      4 · 100% no: it describes another photo.<br>
+      0 · can't tell: you cannot decide (the photo does not load, or the sentence is unclear).
+      It counts as no answer.</p>
     </detailed-instructions>
   </crowd-instructions>
   <input type="hidden" name="hit" value="${{hit}}">
@@ -312,49 +315,62 @@ def external_worker(conn, platform: str, external_id: str) -> int:
     return cur.lastrowid
 
 
-def import_assignment(campaign: Campaign, platform: str, external_id: str, worker: str,
-                      hit: int, answers: dict[int, tuple[int | None, str | None]],
-                      started: float | None, submitted: float | None,
-                      work_s: float | None) -> str:
-    """Store one platform assignment, whole, in one transaction: 'accepted' or 'review' (a
-    check pair answered wrongly), or 'duplicate' / 'taken' / 'full' when it is not stored."""
-    with campaign.write() as c:
-        if c.execute("SELECT 1 FROM external_assignments WHERE platform = ? AND external_id = "
-                     "?", (platform, external_id)).fetchone():
-            return "duplicate"
-        wid = external_worker(c, platform, worker)
-        if c.execute("SELECT 1 FROM assignments WHERE hit_id = ? AND worker_id = ?",
-                     (hit, wid)).fetchone():
-            return "taken"  # this worker already judged this HIT
+def store_assignment(conn, platform: str, external_id: str, worker: str, hit: int,
+                     answers: dict[int, tuple[int | None, str | None]], started: float | None,
+                     submitted: float | None, work_s: float | None,
+                     status: str | None = None) -> str:
+    """Store one platform assignment inside the caller's transaction: 'accepted' or 'review' (a
+    check pair answered wrongly), or the platform's own decision ``status`` ('accepted' for an
+    assignment it approved, 'rejected' for one it rejected); 'duplicate' / 'taken' / 'full' when
+    it is not stored (already imported; this worker already has this HIT; no slot left)."""
+    c = conn
+    if c.execute("SELECT 1 FROM external_assignments WHERE platform = ? AND external_id = "
+                 "?", (platform, external_id)).fetchone():
+        return "duplicate"
+    wid = external_worker(c, platform, worker)
+    if c.execute("SELECT 1 FROM assignments WHERE hit_id = ? AND worker_id = ?",
+                 (hit, wid)).fetchone():
+        return "taken"  # this worker already judged this HIT
+    if status != "rejected":  # a rejected assignment holds no slot
         live = ",".join(f"'{s}'" for s in LIVE)
         taken, replication = c.execute(
             f"SELECT (SELECT COUNT(*) FROM assignments WHERE hit_id = ? AND status IN ({live})), "
             "replication FROM hits WHERE id = ?", (hit, hit)).fetchone()
         if taken >= replication:
             return "full"
-        roles = dict(c.execute("SELECT pair_id, role FROM hit_items WHERE hit_id = ?",
-                               (hit,)).fetchall())
-        rows = []
-        for pid, role in roles.items():
-            answer, reason = answers.get(pid, (None, None))
-            if answer is not None and answer not in ANSWERS:
-                raise XmodalError(f"{platform} assignment {external_id}: answer {answer!r} is "
-                                  "not 1-4")
-            rows.append((pid, answer, (reason or "").strip() or None))
-        gold_ok = all(is_gold_correct(roles[pid], a) for pid, a, _ in rows
-                      if roles[pid] != "judge" and a is not None)
-        outcome = "accepted" if gold_ok else "review"
-        now = time.time()
-        submitted = submitted or now
-        started = started or (submitted - (work_s or 0))
-        aid = c.execute("INSERT INTO assignments(hit_id, worker_id, status, started_at, "
-                        "submitted_at) VALUES(?, ?, ?, ?, ?)",
-                        (hit, wid, outcome, started, submitted)).lastrowid
-        c.executemany("INSERT INTO judgments VALUES(?, ?, ?, ?)",
-                      [(aid, pid, a, r) for pid, a, r in rows])
-        c.execute("INSERT INTO external_assignments VALUES(?, ?, ?, ?)",
-                  (aid, platform, external_id, work_s))
-        return outcome
+    roles = dict(c.execute("SELECT pair_id, role FROM hit_items WHERE hit_id = ?",
+                           (hit,)).fetchall())
+    rows = []
+    for pid, role in roles.items():
+        answer, reason = answers.get(pid, (None, None))
+        if answer is not None and answer not in ANSWERS:
+            raise XmodalError(f"{platform} assignment {external_id}: answer {answer!r} is "
+                              "not 1-4")
+        rows.append((pid, answer, (reason or "").strip() or None))
+    gold_ok = all(is_gold_correct(roles[pid], a) for pid, a, _ in rows
+                  if roles[pid] != "judge" and a is not None)
+    outcome = status or ("accepted" if gold_ok else "review")
+    now = time.time()
+    submitted = submitted or now
+    started = started or (submitted - (work_s or 0))
+    aid = c.execute("INSERT INTO assignments(hit_id, worker_id, status, started_at, "
+                    "submitted_at) VALUES(?, ?, ?, ?, ?)",
+                    (hit, wid, outcome, started, submitted)).lastrowid
+    c.executemany("INSERT INTO judgments VALUES(?, ?, ?, ?)",
+                  [(aid, pid, a, r) for pid, a, r in rows])
+    c.execute("INSERT INTO external_assignments VALUES(?, ?, ?, ?)",
+              (aid, platform, external_id, work_s))
+    return outcome
+
+
+def import_assignment(campaign: Campaign, platform: str, external_id: str, worker: str,
+                      hit: int, answers: dict[int, tuple[int | None, str | None]],
+                      started: float | None, submitted: float | None,
+                      work_s: float | None, status: str | None = None) -> str:
+    """:func:`store_assignment` in a transaction of its own."""
+    with campaign.write() as c:
+        return store_assignment(c, platform, external_id, worker, hit, answers, started,
+                                submitted, work_s, status)
 
 
 def _time(value: str | None) -> float | None:
@@ -383,75 +399,181 @@ def _maps(campaign: Campaign) -> tuple[dict[str, dict[str, Any]], dict[str, tupl
     return by_hit, by_item
 
 
-def _answer_of(row: dict[str, str], k: int) -> int | None:
-    """``Answer.item_K`` = 1-4, or the radio buttons ``Answer.item_K_aV(.on)`` = true."""
+def _answer_of(row: dict[str, str], k: int) -> tuple[int | None, str | None]:
+    """(answer, problem) of pair K: ``Answer.item_K`` = 1-4, or exactly one of the radio
+    buttons ``Answer.item_K_aV(.on)`` = true; the problem names a missing, double or bad one."""
     direct = (row.get(f"Answer.item_{k}") or "").strip()
     if direct:
-        return int(direct) if direct.isdigit() else None
-    chosen = [v for v in ANSWERS
+        if direct in ("0", "1", "2", "3", "4"):
+            return int(direct), None
+        return None, f"Answer.item_{k} is {direct!r}, not 0-4 (0: can't tell)"
+    chosen = [v for v in (*ANSWERS, SKIP)
               if (row.get(f"Answer.item_{k}_a{v}.on") or row.get(f"Answer.item_{k}_a{v}")
                   or "").strip().lower() in ("true", "on", "1", "yes")]
-    return chosen[0] if len(chosen) == 1 else None
+    if len(chosen) == 1:
+        return chosen[0], None
+    if not chosen:
+        return None, f"pair {k} has no answer"
+    return None, f"pair {k} has {len(chosen)} answers ({', '.join(map(str, chosen))})"
 
 
-def import_mturk(campaign: Campaign, path: Path) -> dict[str, Any]:
+# MTurk's AssignmentStatus -> the status stored (None: ours to decide: checks, then review)
+MTURK_STATUS = {"Submitted": None, "Approved": "accepted", "Rejected": "rejected"}
+REJECT_TAKEN = "You had already submitted an assignment of this HIT."
+REJECT_CHECKS = "The check pairs of this HIT were answered wrongly."
+
+
+def _read_mturk(campaign: Campaign, path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """Every row of a batch results file, parsed and checked: (rows, field names). Any bad row
+    stops the import before anything is stored; the error names every bad row by its line."""
     by_hit, by_item = _maps(campaign)
     with open(path, newline="", encoding="utf-8-sig") as f:
-        rows = list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        rows = []
+        for row in reader:
+            rows.append((reader.line_num, row))
+        fields = list(reader.fieldnames or [])
     if not rows:
         raise XmodalError(f"{path}: no result rows")
     need = {"AssignmentId", "WorkerId", "Input.hit"}
-    if not need <= set(rows[0]):
+    if not need <= set(fields):
         raise XmodalError(f"{path}: not an MTurk batch results file of this campaign (needs "
                           f"columns {', '.join(sorted(need))})")
-    counts: dict[str, int] = defaultdict(int)
-    decisions = []
-    for row in rows:
-        h = by_hit.get(row["Input.hit"])
+    parsed, errors = [], []
+    for line, row in rows:
+        problems = []
+        aid, wid = (row.get("AssignmentId") or "").strip(), (row.get("WorkerId") or "").strip()
+        if not aid:
+            problems.append("no AssignmentId")
+        if not wid:
+            problems.append("no WorkerId")
+        mstatus = (row.get("AssignmentStatus") or "Submitted").strip()
+        if mstatus not in MTURK_STATUS:
+            problems.append(f"AssignmentStatus {mstatus!r} is not Submitted, Approved or "
+                            "Rejected")
+        h = by_hit.get((row.get("Input.hit") or "").strip())
         if h is None:
-            raise XmodalError(f"{path}: HIT {row['Input.hit']!r} is not in {campaign.path}")
-        answers = {}
+            problems.append(f"HIT {row.get('Input.hit')!r} is not a HIT of {campaign.path.name}")
+        answers: dict[int, tuple[int | None, str | None]] = {}
         k = 1
         while f"Input.item_{k}" in row:
-            ref = row[f"Input.item_{k}"]
-            if ref:
-                hit, pid = by_item[ref]
-                answers[pid] = (_answer_of(row, k), row.get(f"Answer.item_{k}_reason"))
+            ref = (row[f"Input.item_{k}"] or "").strip()
+            if ref and ref not in by_item:
+                problems.append(f"Input.item_{k} {ref!r} is not an item of this campaign")
+            elif ref and h is not None and by_item[ref][0] != h["hit"]:
+                problems.append(f"Input.item_{k} {ref!r} is an item of another HIT")
+            elif ref:
+                answer, problem = _answer_of(row, k)
+                if problem and mstatus != "Rejected":  # a rejected one may be incomplete
+                    problems.append(problem)
+                answers[by_item[ref][1]] = (None if answer == SKIP else answer,
+                                            row.get(f"Answer.item_{k}_reason"))
             k += 1
-        work = row.get("WorkTimeInSeconds")
-        outcome = import_assignment(
-            campaign, "mturk", row["AssignmentId"], row["WorkerId"], h["hit"], answers,
-            _time(row.get("AcceptTime")), _time(row.get("SubmitTime")),
-            float(work) if work not in (None, "") else None)
-        counts[outcome] += 1
-        decisions.append((row, outcome))
+        if h is not None and not problems:
+            lacking = len(h["items"]) - len(answers)
+            if lacking:
+                problems.append(f"{lacking} of the HIT's {len(h['items'])} items are not in "
+                                "the row's Input.item_K columns")
+        work = (row.get("WorkTimeInSeconds") or "").strip()
+        try:
+            work_s = float(work) if work else None
+        except ValueError:
+            problems.append(f"WorkTimeInSeconds {work!r} is not a number")
+            work_s = None
+        if problems:
+            errors.append(f"line {line}: " + "; ".join(problems))
+            continue
+        parsed.append({"line": line, "row": row, "assignment": aid, "worker": wid,
+                       "mturk_status": mstatus, "hit": h["hit"], "answers": answers,
+                       "work_s": work_s, "started": _time(row.get("AcceptTime")),
+                       "submitted": _time(row.get("SubmitTime"))})
+    if errors:
+        shown = "\n  ".join(errors[:40]) + (f"\n  … and {len(errors) - 40} more"
+                                            if len(errors) > 40 else "")
+        raise XmodalError(f"{path}: {len(errors)} of {len(rows)} rows cannot be imported, so "
+                          f"nothing was stored; fix them and import the file again:\n  {shown}")
+    return parsed, fields
+
+
+def import_mturk(campaign: Campaign, path: Path) -> dict[str, Any]:
+    """A batch results file, whole or not at all (one transaction, after every row was
+    checked). MTurk's own decisions are kept (Approved stays accepted, Rejected is never
+    accepted); duplicates, a worker's second assignment of a HIT and assignments over the
+    HIT's limit are named by line; the decisions file gets a decision for every row."""
+    parsed, fields = _read_mturk(campaign, path)
+    counts: dict[str, int] = defaultdict(int)
+    named: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    first_line: dict[str, int] = {}
+    with campaign.write() as c:
+        for r in parsed:
+            outcome = store_assignment(
+                c, "mturk", r["assignment"], r["worker"], r["hit"], r["answers"],
+                r["started"], r["submitted"], r["work_s"], MTURK_STATUS[r["mturk_status"]])
+            if outcome == "duplicate" and r["mturk_status"] == "Rejected":
+                # rejected on MTurk since the last import: it no longer counts here either
+                c.execute("UPDATE assignments SET status = 'rejected' WHERE id = (SELECT "
+                          "assignment_id FROM external_assignments WHERE platform = 'mturk' AND "
+                          "external_id = ?) AND status != 'rejected'", (r["assignment"],))
+            r["outcome"] = outcome
+            counts[outcome] += 1
+            if outcome in ("duplicate", "taken", "full"):
+                entry = {"line": r["line"], "assignment": r["assignment"],
+                         "worker": r["worker"]}
+                if r["assignment"] in first_line:
+                    entry["same_as_line"] = first_line[r["assignment"]]
+                named[outcome].append(entry)
+            first_line.setdefault(r["assignment"], r["line"])
     out = path.with_name(path.stem + ".decisions.csv")
-    write_mturk_decisions(campaign, decisions, out)
-    return {"platform": "mturk", "rows": len(rows), **counts, "decisions": str(out)}
+    pending = write_mturk_decisions(campaign, parsed, fields, out)
+    report: dict[str, Any] = {"platform": "mturk", "rows": len(parsed), **counts,
+                              "decisions": str(out)}
+    for key, label in (("duplicate", "duplicates"), ("taken", "second_assignments"),
+                       ("full", "over_limit")):
+        if named[key]:
+            report[label] = named[key]
+    if pending:
+        report["waiting_for_review"] = pending
+    return report
 
 
-def write_mturk_decisions(campaign: Campaign, decisions: Iterable[tuple[dict, str]],
-                          out: Path) -> None:
-    """The results rows with ``Approve`` ('x') or ``Reject`` (a reason) for MTurk's upload;
-    a HIT waiting for a reviewer is left blank until the same file is imported again after
-    the review."""
-    status = dict(campaign.q("SELECT e.external_id, a.status FROM external_assignments e JOIN "
-                             "assignments a ON a.id = e.assignment_id WHERE e.platform = "
-                             "'mturk'"))
-    rows = [r for r, _ in decisions]
-    fields = list(rows[0]) if rows else ["AssignmentId"]
-    for col in ("Approve", "Reject"):
+def write_mturk_decisions(campaign: Campaign, parsed: list[dict[str, Any]],
+                          fields: list[str], out: Path) -> list[int]:
+    """The results rows with ``Approve`` ('x') or ``Reject`` (a reason) for MTurk's upload,
+    and an ``xmodal`` column saying for every row what was decided and why. MTurk's own
+    decisions are left as they are; a row waiting for a reviewer is left blank (import the file
+    again after the review). Returns the lines of those rows."""
+    stored = dict(campaign.q(
+        "SELECT e.external_id, a.status FROM external_assignments e JOIN assignments a ON "
+        "a.id = e.assignment_id WHERE e.platform = 'mturk'"))
+    fields = list(fields)
+    for col in ("Approve", "Reject", "xmodal"):
         if col not in fields:
             fields.append(col)
+    pending = []
     with open(out, "w", newline="", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=fields)
         w.writeheader()
-        for row in rows:
-            s = status.get(row["AssignmentId"])
-            row = {**row, "Approve": "x" if s == "accepted" else "",
-                   "Reject": ("The check pairs of this HIT were answered wrongly."
-                              if s == "rejected" else "")}
-            w.writerow(row)
+        for r in parsed:
+            status, outcome = stored.get(r["assignment"]), r["outcome"]
+            approve = reject = ""
+            if r["mturk_status"] != "Submitted":
+                note = (f"already {r['mturk_status'].lower()} on MTurk; "
+                        + ("counted" if status == "accepted" else "not counted"))
+            elif outcome == "full":
+                approve, note = "x", "over the HIT's limit of assignments: paid, not counted"
+            elif outcome == "taken":
+                reject, note = REJECT_TAKEN, "the worker's second assignment of this HIT"
+            elif status == "accepted":
+                approve, note = "x", "accepted: counted"
+            elif status == "rejected":
+                reject, note = REJECT_CHECKS, "rejected by a reviewer: not counted"
+            else:
+                note = "waiting for review at /review: import this file again afterwards"
+                pending.append(r["line"])
+            if outcome == "duplicate":
+                note = f"repeated row (assignment {r['assignment']}): " + note
+            w.writerow({**r["row"], "Approve": approve, "Reject": reject, "xmodal": note})
+    return pending
 
 
 def _ls_answer(result: list[dict[str, Any]]) -> tuple[int | None, str | None]:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from xmodal.errors import XmodalError
+from xmodal.migrations import Schema, migrate
 from xmodal.mitl.answers import is_gold_correct
 
 SCHEMA_VERSION = 1
@@ -228,6 +229,16 @@ def _add_columns(conn: sqlite3.Connection) -> None:
                 conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {decl}")
 
 
+# The campaign store's schema, one step per change (xmodal.migrations; PRAGMA user_version):
+# append a step to change it, never edit one that has shipped. Steps 1-2 are the schema as it
+# stood before versioning (such files report version 0), so they stay idempotent; the meta row
+# 'schema_version' = '1' is what marks a file as a campaign (check_campaign_file).
+CAMPAIGN_SCHEMA = Schema("campaign", [
+    (1, SCHEMA + f"; INSERT OR IGNORE INTO meta VALUES('schema_version', '{SCHEMA_VERSION}')"),
+    (2, _add_columns),
+])
+
+
 class Campaign:
     """One campaign database. Open an existing one with ``Campaign(path, create=False)``."""
 
@@ -249,17 +260,7 @@ class Campaign:
             self.conn.execute("PRAGMA journal_mode=WAL")
             self.conn.execute("PRAGMA synchronous=FULL")
             self.conn.execute("PRAGMA foreign_keys=ON")
-            with self.write() as c:
-                for stmt in SCHEMA.split(";"):
-                    if stmt.strip():
-                        c.execute(stmt)
-                _add_columns(c)
-                version = c.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-                if version is None:
-                    c.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
-                elif int(version[0]) != SCHEMA_VERSION:
-                    raise XmodalError(f"{self.path}: campaign schema version {version[0]}, this "
-                                      f"xmodal reads version {SCHEMA_VERSION}")
+            migrate(self.conn, CAMPAIGN_SCHEMA, self.path)  # in place, in one BEGIN IMMEDIATE
         except sqlite3.DatabaseError as exc:
             raise XmodalError(f"{self.path} is not a usable campaign database: {exc}") from exc
 
