@@ -246,10 +246,6 @@ class Store:
              meta.orientation, meta.city, meta.region, meta.country, meta.country_code,
              fold(meta.camera) if meta.camera else None),
         )
-        if meta.extra:  # the columns of registered filters' extractors (metadata.EXTRACTORS)
-            cols = [c for c in meta.extra if c.isidentifier()]
-            conn.execute(f"UPDATE photo_meta SET {', '.join(f'{c} = ?' for c in cols)} "
-                         "WHERE file_id = ?", [*(meta.extra[c] for c in cols), file_id])
         conn.execute("DELETE FROM photo_places WHERE file_id = ?", (file_id,))
         names = {fold(n) for n in (meta.city, meta.region, meta.country, meta.country_code) if n}
         conn.executemany("INSERT OR IGNORE INTO photo_places(name, file_id) VALUES(?, ?)",
