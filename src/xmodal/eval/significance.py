@@ -55,6 +55,52 @@ def load_run(path: str | Path) -> dict[str, Any]:
     return run
 
 
+def load_runs(paths: Sequence[str | Path], protocol: str | None = None
+              ) -> dict[str, list[dict[str, Any]]]:
+    """Runs from files and folders, grouped by protocol (in the order first seen).
+
+    A folder is a sweep (``xmodal eval ... --out DIR``: its ``cells/*.json``, named after their
+    models, in the sweep's model order) or a folder of run files. ``protocol`` keeps only that
+    protocol's runs. Files alone stay one group (runs of different protocols are refused by
+    :func:`compare_runs`)."""
+    runs: list[dict[str, Any]] = []
+    for path in map(Path, paths):
+        if not path.is_dir():
+            runs.append(load_run(path))
+            continue
+        cells = path / "cells"
+        files = sorted((cells if cells.is_dir() else path).glob("*.json"))
+        found = []
+        for f in files:
+            try:
+                found.append(load_run(f))
+            except XmodalError:
+                continue  # not a run (sweep.json, errors.json, a torn file)
+        if cells.is_dir():
+            for r in found:
+                r["name"] = str(r.get("model") or r["name"])
+            try:
+                order = json.loads((path / "sweep.json").read_text()).get("models", [])
+            except (OSError, ValueError):
+                order = []
+            rank = {m: i for i, m in enumerate(order)}
+            found.sort(key=lambda r: rank.get(r.get("model"), len(rank)))
+        if not found:
+            raise XmodalError(f"{path} holds no `xmodal eval` run (a sweep folder has cells/*.json)")
+        runs += found
+    groups: dict[str, list[dict[str, Any]]] = {}
+    if not any(Path(p).is_dir() for p in paths) and protocol is None:
+        return {str(runs[0].get("protocol")): runs}  # files: compare_runs checks the protocol
+    for r in runs:
+        groups.setdefault(str(r.get("protocol")), []).append(r)
+    if protocol is not None:
+        if protocol not in groups:
+            raise XmodalError(f"no run of protocol {protocol!r}; the runs are on "
+                              f"{', '.join(groups)}")
+        groups = {protocol: groups[protocol]}
+    return groups
+
+
 def _names(runs: Sequence[dict]) -> list[str]:
     names: list[str] = []
     for i, r in enumerate(runs):
@@ -199,11 +245,16 @@ def compare_runs(
     baseline: int = 0,
     confidence: float = 0.95,
     intersect: bool = False,
+    all_pairs: bool = False,
 ) -> dict[str, Any]:
     """Every run against ``runs[baseline]``, per direction and metric: means, difference (run -
     baseline), its bootstrap CI, p-value, corrected p-value, and whether it is significant at
     ``alpha`` (corrected). ``better`` says whether the run beats the baseline (lower is better for
-    ranks). Returns plain JSON (see the module docstring)."""
+    ranks). With ``all_pairs`` every pair of runs is tested (as ranx's ``compare``), each
+    comparison's ``baseline`` naming the run it is against, and the correction is over all the
+    pairs of a direction and metric. ``rsum`` (R@1 + R@5 + R@10 of both directions, in percent)
+    is there when the runs have those six means. Returns plain JSON (see the module
+    docstring)."""
     if test not in TESTS:
         raise XmodalError(f"unknown test {test!r}; choose from {', '.join(TESTS)}")
     if correction not in CORRECTIONS:
@@ -229,10 +280,11 @@ def compare_runs(
                 means[n].setdefault(direction, {})[metric] = (
                     None if np.isnan(v).all() else float(np.nanmean(v)))
             family = []
-            for i, (n, v) in enumerate(zip(names, values, strict=True)):
-                if i == baseline:
-                    continue
-                a, b = paired_values(values[baseline], v)
+            pairs = ([(i, j) for i in range(len(runs)) for j in range(i + 1, len(runs))]
+                     if all_pairs else [(baseline, j) for j in range(len(runs)) if j != baseline])
+            for i, j in pairs:
+                n, v = names[j], values[j]
+                a, b = paired_values(values[i], v)
                 if test == "mcnemar" and not np.isin(np.r_[a, b], (0.0, 1.0)).all():
                     raise XmodalError(f"McNemar's test needs hit/miss per-query values (0 or 1, "
                                       f"e.g. R@1); {metric} is not: use --test randomization or t")
@@ -240,7 +292,7 @@ def compare_runs(
                 diff = float(np.mean(b - a))
                 lower = bool(LOWER_IS_BETTER.match(metric))
                 family.append({
-                    "run": n, "direction": direction, "metric": metric,
+                    "run": n, "baseline": names[i], "direction": direction, "metric": metric,
                     "baseline_mean": float(np.mean(a)), "run_mean": float(np.mean(b)),
                     "difference": diff, "ci_low": lo, "ci_high": hi, "n_pairs": len(a),
                     "p_value": paired_test(a, b, _PAIRED_TEST[test], n_resamples, seed),
@@ -251,10 +303,16 @@ def compare_runs(
                 c["p_corrected"] = float(pc)
                 c["significant"] = bool(pc <= alpha)
             rows.extend(family)
+    labels = [_label(i) for i in range(len(runs))]
     return {
         "protocol": runs[0].get("protocol"),
-        "runs": [{"name": n, "model": r.get("model")} for n, r in zip(names, runs, strict=True)],
-        "baseline": base,
+        "runs": [{"name": n, "label": lab, "model": r.get("model")}
+                 for n, lab, r in zip(names, labels, runs, strict=True)],
+        "baseline": None if all_pairs else base,
+        "all_pairs": all_pairs,
+        "coverage": runs[baseline].get("coverage"),
+        "notes": runs[baseline].get("notes"),
+        "rsum": _rsum(means, directions, metrics),
         "directions": directions,
         "metrics": metrics,
         "lower_is_better": [m for m in metrics if LOWER_IS_BETTER.match(m)],
@@ -262,7 +320,8 @@ def compare_runs(
         "pairing": pairing,
         "test": test,
         "correction": correction,
-        "correction_family": "the runs compared with the baseline, per direction and metric",
+        "correction_family": ("all pairs of runs, per direction and metric" if all_pairs else
+                              "the runs compared with the baseline, per direction and metric"),
         "alpha": alpha,
         "confidence": confidence,
         "n_resamples": n_resamples,
@@ -270,3 +329,28 @@ def compare_runs(
         "means": means,
         "comparisons": rows,
     }
+
+
+RSUM_PARTS = ("R@1", "R@5", "R@10")
+
+
+def _label(i: int) -> str:
+    """Short run labels: a, b, ..., z, aa, ab, ..."""
+    out = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        out = chr(97 + r) + out
+    return out
+
+
+def _rsum(means: dict, directions: list[str], metrics: list[str]) -> dict[str, float] | None:
+    """RSUM (the sum of R@1, R@5 and R@10 of both directions, in percent; 600 is perfect) per
+    run, where both directions have the three."""
+    if not ({"i2t", "t2i"} <= set(directions) and set(RSUM_PARTS) <= set(metrics)):
+        return None
+    out = {}
+    for run, by_dir in means.items():
+        parts = [by_dir[d][m] for d in ("i2t", "t2i") for m in RSUM_PARTS]
+        out[run] = None if any(x is None for x in parts) else 100 * float(sum(parts))
+    return out

@@ -85,20 +85,53 @@ def to_markdown(rows: list[dict[str, Any]], errors: list[dict[str, str]] | None 
     return text
 
 
+def _order(out: Path, first: list[str] | None, key: str) -> list[str]:
+    """``first``, then the rest of the sweep's ``key`` (sweep.json) in its order."""
+    try:
+        known = json.loads((out / "sweep.json").read_text()).get(key, [])
+    except (OSError, json.JSONDecodeError):
+        known = []
+    return list(dict.fromkeys([*(first or []), *known]))
+
+
+def _partial_note(out: Path) -> str:
+    """A line per protocol that ran on a partial copy of its benchmark."""
+    seen: dict[str, str] = {}
+    for path in sorted((out / CELLS).glob("*.json")):
+        report = read_cell(path) or {}
+        cov = report.get("coverage") or {}
+        if cov.get("partial"):
+            seen.setdefault(report.get("protocol", ""), f"{cov['label']}: "
+                            + "; ".join(cov["missing"]))
+    return "".join(f"- {p}: {v}\n" for p, v in seen.items())
+
+
 def write_tables(out: str | os.PathLike, models: list[str] | None = None,
                  protocols: list[str] | None = None) -> list[dict[str, Any]]:
-    """Write ``results.csv``, ``results.parquet`` and ``results.md`` under ``out``."""
+    """Write ``results.csv``, ``results.parquet`` and ``results.md`` under ``out``: every
+    finished cell of the folder (also those of earlier runs into the same ``--out`` with other
+    models or protocols), ``models`` and ``protocols`` first."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     out = Path(out)
-    rows = tidy_rows(out, models, protocols)
+    rows = tidy_rows(out)
+    mo, po = _order(out, models, "models"), _order(out, protocols, "protocols")
+    mrank, prank = {m: n for n, m in enumerate(mo)}, {p: n for n, p in enumerate(po)}
+    rows.sort(key=lambda r: (prank.get(r["protocol"], len(prank)), r["protocol"],
+                             mrank.get(r["model"], len(mrank)), r["model"], r["direction"],
+                             r["metric"]))
     try:
         errors = json.loads((out / "errors.json").read_text())
     except (OSError, json.JSONDecodeError):
         errors = []
     write_atomic(out / "results.csv", to_csv(rows).encode())
-    write_atomic(out / "results.md", to_markdown(rows, errors).encode())
+    md = to_markdown(rows, errors)
+    partial = _partial_note(out)
+    if partial:
+        md += "\nPartial benchmark copies (fewer images, captions or queries than official):\n\n" \
+            + partial
+    write_atomic(out / "results.md", md.encode())
     table = pa.Table.from_pylist(rows, schema=pa.schema([
         ("model", pa.string()), ("protocol", pa.string()), ("direction", pa.string()),
         ("metric", pa.string()), ("value", pa.float64()), ("n_queries", pa.int64()),
