@@ -146,11 +146,10 @@ def _hash(token: str) -> str:
 
 def check_campaign_file(path: Path) -> None:
     """Refuse an existing file that is not a campaign (another SQLite database, or not SQLite):
-    a campaign is recognised by its ``meta`` table's ``schema_version``."""
-    with open(path, "rb") as f:
-        head = f.read(16)
-    if head != b"SQLite format 3\x00":
-        raise XmodalError(f"{path} is not a campaign database (not an SQLite file)")
+    a campaign is recognised by its ``meta`` table's ``schema_version``.
+
+    Only SQLite reads the file: closing any other descriptor of it would drop this process's
+    POSIX locks, and another process's closing connection would then delete the live WAL."""
     try:
         conn = open_readonly(path)
         try:
@@ -161,6 +160,8 @@ def check_campaign_file(path: Path) -> None:
         finally:
             conn.close()
     except sqlite3.DatabaseError as exc:
+        if "not a database" in str(exc):
+            raise XmodalError(f"{path} is not a campaign database (not an SQLite file)") from exc
         raise XmodalError(f"{path} is not a usable campaign database: {exc}") from exc
     if tables and not ok:
         raise XmodalError(f"{path} is an SQLite database but not an xmodal campaign (no "
