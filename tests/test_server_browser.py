@@ -93,7 +93,7 @@ def test_search_inside_a_folder_from_the_page_and_the_url(server, page):
     a folder without indexed photos says so in the status line."""
     page.goto(server["url"] + "/")
     page.fill("#query", "a red kite")
-    page.fill("#under", str((server["root"] / "photos").resolve()))
+    page.fill("#f-under", str((server["root"] / "photos").resolve()))
     page.press("#query", "Enter")
     page.wait_for_selector("#results .card")
     assert page.locator("#results .card").count() == 6
@@ -101,7 +101,7 @@ def test_search_inside_a_folder_from_the_page_and_the_url(server, page):
     page.goto(server["url"] + "/?q=red&under=/nowhere")
     page.wait_for_function("document.querySelector('#search-status').textContent.includes("
                            "'no indexed photo')")
-    assert page.input_value("#under") == "/nowhere"
+    assert page.input_value("#f-under") == "/nowhere"
     assert page.locator("#results .card").count() == 0
 
 

@@ -6,11 +6,13 @@ import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.table import Table
 
 from xmodal.cli._app import app, console, output
+from xmodal.cli.filter_options import with_filters
 from xmodal.errors import XmodalError
 
 DB_HELP = ("Photo index database (default: $XMODAL_DB, else $XDG_DATA_HOME/xmodal/photos.db, "
@@ -24,9 +26,6 @@ def _open(db: Path | None, model: str | None, create: bool = False):
     from xmodal.factory import open_photo_index
 
     return open_photo_index(db, model, create=create)
-
-
-FILTER_HELP = "Filters (combine freely)"
 
 
 def _print_results(title: str, results, as_json: bool, query: str) -> None:
@@ -93,29 +92,6 @@ def _cutoff_text(answer) -> str:
     return f"score {answer.min_relevance:.3f}"
 
 
-def _filters(after, before, place, near, km, camera, under):
-    from xmodal.index.filters import PhotoFilter, parse_point
-
-    return PhotoFilter(after=after, before=before, place=place,
-                       near=parse_point(near) if near else None, km=km, camera=camera,
-                       under=str(under) if under else None)
-
-
-AFTER = typer.Option(None, "--after", help="Taken in or after this year, month or day "
-                     "(2023, 2023-06, 2023-06-14).", rich_help_panel=FILTER_HELP)
-BEFORE = typer.Option(None, "--before", help="Taken in or before this year, month or day.",
-                      rich_help_panel=FILTER_HELP)
-PLACE = typer.Option(None, "--place", help="Taken in this city, region or country "
-                     "(any case; from GPS, offline), or 'Paris, France' as results show it.",
-                     rich_help_panel=FILTER_HELP)
-NEAR = typer.Option(None, "--near", help="Taken near LAT,LON (degrees), e.g. 38.72,-9.14.",
-                    rich_help_panel=FILTER_HELP)
-KM = typer.Option(None, "--km", help="Radius for --near in km (default 10).",
-                  rich_help_panel=FILTER_HELP)
-CAMERA = typer.Option(None, "--camera", help="Camera make or model contains this "
-                      "(e.g. 'iphone', 'EOS').", rich_help_panel=FILTER_HELP)
-UNDER = typer.Option(None, "--under", help="Only photos inside this folder (at any depth).",
-                     rich_help_panel=FILTER_HELP)
 SORT = typer.Option("relevance", "--sort", help="relevance, date (newest first) or oldest; "
                     "by date: the best 100 matches past the cutoff, in date order.")
 
@@ -202,6 +178,7 @@ def _watch(index, folder: Path, captions, debounce_ms: int, quiet: bool, as_json
 
 
 @app.command("search")
+@with_filters
 def search_command(
     query: list[str] = typer.Argument(None, help="A sentence describing the photos you want; or "
                                       "an expression of sentences and images joined by + and -,"
@@ -212,9 +189,7 @@ def search_command(
     like: list[str] = typer.Option([], "--like", help="An example image to add to the query "
                                    "(repeatable; W:path weighs it)."),
     unlike: list[str] = typer.Option([], "--not", help="A sentence to push away (repeatable)."),
-    after: str | None = AFTER, before: str | None = BEFORE, place: str | None = PLACE,
-    near: str | None = NEAR, km: float | None = KM, camera: str | None = CAMERA,
-    under: Path | None = UNDER, sort: str = SORT,
+    filters: Any = None, sort: str = SORT,
     min_score: float | None = typer.Option(
         None, "--min-score", help="Hide results below this calibrated match probability "
         "(0-1; default: the model's calibrated threshold; 0 shows everything). For a model "
@@ -265,15 +240,13 @@ def search_command(
     if ann is not None:
         from xmodal.scale.ann_search import search_text
 
-        if like or unlike or any((after, before, place, near, km, camera, under)) \
-                or sort != "relevance":
+        if like or unlike or filters.active or sort != "relevance":
             raise XmodalError("--ann searches take a sentence only: filters, --like, --not and "
                               "--sort work on a photo database (--db)")
         with quick_start():
             found = search_text(ann, text, k, nprobe)
         _print_results(f"search: {text}", found, as_json, text)
         return
-    filters = _filters(after, before, place, near, km, camera, under)
     index = _open(db, model)
     with quick_start():  # one query in this process: a session quicker to create wins
         answer = index.find(query or [], k, filters=filters, sort=sort,
@@ -283,13 +256,12 @@ def search_command(
 
 
 @app.command("similar")
+@with_filters
 def similar_command(
     image: Path = typer.Argument(..., help="An image: indexed or not."),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     k: int = typer.Option(10, "-k", "--top", help="Number of results.", min=1),
-    after: str | None = AFTER, before: str | None = BEFORE, place: str | None = PLACE,
-    near: str | None = NEAR, km: float | None = KM, camera: str | None = CAMERA,
-    under: Path | None = UNDER, sort: str = SORT,
+    filters: Any = None, sort: str = SORT,
     model: str | None = typer.Option(None, "--model", help=MODEL_HELP),
     as_json: bool = typer.Option(
         False, "--json", help="Print JSON: {query, results: [{path, score, ...}]}"
@@ -305,7 +277,6 @@ def similar_command(
     """
     from xmodal.index.query import Term
 
-    filters = _filters(after, before, place, near, km, camera, under)
     index = _open(db, model)
     answer = index.find([Term(str(image), "image")], k, filters=filters, sort=sort)
     _print_answer(f"similar to {image}", answer, as_json, str(image))

@@ -13,7 +13,8 @@ import io
 import math
 import re
 import warnings
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,8 @@ class PhotoMeta:
     region: str | None = None
     country: str | None = None
     country_code: str | None = None
+    # what the EXTRACTORS of registered filters read: photo_meta column -> value
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def camera(self) -> str | None:
@@ -63,7 +66,15 @@ class PhotoMeta:
         return place_name(self.city, self.region, self.country)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**asdict(self), "camera": self.camera, "place": self.place}
+        d = asdict(self)
+        extra = d.pop("extra")
+        return {**d, **extra, "camera": self.camera, "place": self.place}
+
+
+# More metadata for a search filter (see xmodal.index.filters): photo_meta column -> a function
+# of (path, the file's bytes or None, the metadata read so far) returning the value to store.
+# The column itself comes from a migration step of the photo index (xmodal.index.store).
+EXTRACTORS: dict[str, Callable[[str, bytes | None, PhotoMeta], Any]] = {}
 
 
 def place_name(city: str | None, region: str | None, country: str | None) -> str | None:
@@ -97,6 +108,11 @@ def read_metadata(path: str, data: bytes | None = None, mtime_ns: int | None = N
         meta.date_source = "mtime"
     if geocode and meta.lat is not None and meta.lon is not None:
         meta.city, meta.region, meta.country, meta.country_code = place_of(meta.lat, meta.lon)
+    for column, extract in EXTRACTORS.items():
+        try:
+            meta.extra[column] = extract(path, data, meta)
+        except Exception:  # noqa: BLE001 - as above: what cannot be read stays None
+            meta.extra[column] = None
     return meta
 
 

@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -549,8 +549,8 @@ class PhotoIndex:
             )
         options.setdefault("min_relevance", 0.0)
         if under is not None:
-            options["filters"] = replace(options.get("filters") or PhotoFilter(),
-                                         under=str(under))
+            options["filters"] = (options.get("filters") or PhotoFilter()).replace(
+                under=str(under))
         return self.find([Term(text.strip())], k, offset, **options).results
 
     def similar(self, image: str | os.PathLike, k: int = 10, **options: Any
@@ -698,7 +698,9 @@ class PhotoIndex:
 
     def facets(self) -> dict[str, list[dict]]:
         """Years, places and cameras of the searchable photos, with counts."""
-        return self.store.facets()
+        from xmodal.index.filters import facets
+
+        return facets(self.store)
 
     def describe(self, image: Any, captions: list[str], k: int = 5) -> list[tuple[str, float]]:
         """Rank a pool of captions for one image (image annotation, Hodosh style)."""

@@ -246,6 +246,10 @@ class Store:
              meta.orientation, meta.city, meta.region, meta.country, meta.country_code,
              fold(meta.camera) if meta.camera else None),
         )
+        if meta.extra:  # the columns of registered filters' extractors (metadata.EXTRACTORS)
+            cols = [c for c in meta.extra if c.isidentifier()]
+            conn.execute(f"UPDATE photo_meta SET {', '.join(f'{c} = ?' for c in cols)} "
+                         "WHERE file_id = ?", [*(meta.extra[c] for c in cols), file_id])
         conn.execute("DELETE FROM photo_places WHERE file_id = ?", (file_id,))
         names = {fold(n) for n in (meta.city, meta.region, meta.country, meta.country_code) if n}
         conn.executemany("INSERT OR IGNORE INTO photo_places(name, file_id) VALUES(?, ?)",
@@ -423,39 +427,32 @@ class Store:
         names = [d[0] for d in cur.description]
         return {row[0]: dict(zip(names[1:], row[1:])) for row in cur.fetchall()}
 
-    def ids_matching(self, where: list[str], params: list, positions: bool = False):
+    def ids_matching(self, where: list[str], params: list, columns: list[str] = ()):
         """Ids of the searchable files meeting every SQL condition in ``where`` (over ``files f``
-        and ``photo_meta m``); with ``positions``, (ids, latitudes, longitudes)."""
-        sql = (f"SELECT f.id{', m.lat, m.lon' if positions else ''} FROM files f "
+        and ``photo_meta m``); with ``columns`` (SQL expressions), (ids, a float array of those
+        columns, one row per id)."""
+        extra = "".join(f", {c}" for c in columns)
+        sql = (f"SELECT f.id{extra} FROM files f "
                "LEFT JOIN photo_meta m ON m.file_id = f.id WHERE f.status = 'ok'")
         if where:
             sql += " AND " + " AND ".join(f"({w})" for w in where)
         rows = self.conn.execute(sql + " ORDER BY f.id", params).fetchall()
-        if not positions:
+        if not columns:
             return np.array([r[0] for r in rows], dtype=np.int64)
-        arr = np.array(rows, dtype=np.float64).reshape(-1, 3)
-        return arr[:, 0].astype(np.int64), arr[:, 1], arr[:, 2]
+        arr = np.array(rows, dtype=np.float64).reshape(-1, 1 + len(columns))
+        return arr[:, 0].astype(np.int64), arr[:, 1:]
 
-    def facets(self) -> dict[str, list[dict]]:
-        """Counts of searchable photos per year, place (city, country) and camera; byte-identical
-        copies count once, as search results show them once."""
-        q = self.conn.execute
-        n = "COUNT(DISTINCT COALESCE(f.sha1, f.id))"
-        base = "FROM files f JOIN vectors v ON v.file_id = f.id " \
-               "LEFT JOIN photo_meta m ON m.file_id = f.id"
-        years = q(f"SELECT substr(m.taken_at, 1, 4) y, {n} {base} GROUP BY y "
-                  "ORDER BY y IS NULL, y DESC").fetchall()
-        places = q(f"SELECT m.city, m.region, m.country, {n} n {base} "
-                   "WHERE m.country IS NOT NULL GROUP BY m.city, m.region, m.country "
-                   "ORDER BY n DESC, m.country, m.city").fetchall()
-        cameras = q(f"SELECT m.camera, {n} n {base} GROUP BY m.camera "
-                    "ORDER BY m.camera IS NULL, n DESC, m.camera").fetchall()
-        return {
-            "years": [{"year": y, "count": n} for y, n in years],
-            "places": [{"city": c, "region": r, "country": k, "count": n}
-                       for c, r, k, n in places],
-            "cameras": [{"camera": c, "count": n} for c, n in cameras],
-        }
+    def group_counts(self, select: Iterable[str], where: str = "", order: str = "n DESC"
+                     ) -> list[tuple]:
+        """Searchable photos counted per value of the ``select`` expressions (over ``files f``
+        and ``photo_meta m``): rows of (*values, count); byte-identical copies count once, as
+        search results show them once."""
+        select = list(select)
+        cols, groups = ", ".join(select), ", ".join(str(i + 1) for i in range(len(select)))
+        sql = (f"SELECT {cols}, COUNT(DISTINCT COALESCE(f.sha1, f.id)) n FROM files f "
+               "JOIN vectors v ON v.file_id = f.id LEFT JOIN photo_meta m ON m.file_id = f.id"
+               f"{' WHERE ' + where if where else ''} GROUP BY {groups} ORDER BY {order}")
+        return self.conn.execute(sql).fetchall()
 
     def skipped(self) -> list[tuple[str, str]]:
         return self.conn.execute(

@@ -139,6 +139,7 @@ def create_app(
     # the web pages: search (/), evaluation reports, judging and review of a MITL campaign
     for route, page in (("/", "index.html"), ("/eval", "eval.html"), ("/judge", "judge.html"),
                         ("/review", "review.html"), ("/duplicates", "duplicates.html")):
-        app.add_api_route(route, _page(STATIC_DIR / page), include_in_schema=False)
+        serve = search.search_page if page == "index.html" else _page
+        app.add_api_route(route, serve(STATIC_DIR / page), include_in_schema=False)
 
     return app

@@ -8,12 +8,13 @@ disk that the index does not hold.
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Optional
 
 from fastapi import APIRouter, Depends, File, Form, Query, UploadFile
 from fastapi.responses import FileResponse
@@ -30,7 +31,6 @@ router = APIRouter(prefix="/api", tags=["search"])
 Sort = Literal["relevance", "date", "oldest"]
 MAX_TERMS = 16  # sentences and images in one query, pushed-away ones included
 MAX_TERM_CHARS = 1000
-_FLAG = re.compile(r"--(after|before|near|km|place|camera|under)\b")
 
 DATE_HELP = "a year, month or day: 2023, 2023-06 or 2023-06-14"
 MIN_SCORE_HELP = (
@@ -42,69 +42,72 @@ MIN_SCORE_HELP = (
 
 @dataclass(frozen=True)
 class SearchOptions:
-    """The filters and the sort order of a search, as given (blank fields left out)."""
+    """The filters (by name, as given; blank fields left out) and the sort order of a search."""
 
-    after: str | None = None
-    before: str | None = None
-    place: str | None = None
-    near: str | None = None
-    km: float | None = None
-    camera: str | None = None
-    under: str | None = None
+    filters: dict[str, Any] = field(default_factory=dict)
     sort: str = "relevance"
+
+    @property
+    def under(self) -> str | None:
+        return self.filters.get("under")
 
     def photo_filter(self):
         """The library's :class:`~xmodal.index.filters.PhotoFilter`; 400 when a value is
         malformed (a date that is no date, a position that is no LAT,LON, ...)."""
-        from xmodal.index.filters import PhotoFilter, parse_point
+        from xmodal.index.filters import PhotoFilter
 
         try:
-            near = parse_point(self.near) if self.near is not None else None
-            return PhotoFilter(after=self.after, before=self.before, place=self.place,
-                               near=near, km=self.km, camera=self.camera, under=self.under)
+            return PhotoFilter(**self.filters)
         except XmodalError as exc:
             raise ApiError(400, api_message(str(exc))) from None
 
 
 def api_message(message: str) -> str:
     """A library message as the API says it: parameters by their name, not as CLI options."""
-    message = _FLAG.sub(r"\1", message)
+    from xmodal.index.filters import names
+
+    flag = re.compile(r"--(" + "|".join(map(re.escape, names())) + r")\b")
+    message = flag.sub(r"\1", message)
     return message.replace("'xmodal photos --facets' lists", "/api/facets lists")
 
 
-def _blank_to_none(value: str | None) -> str | None:
-    return value.strip() if value is not None and value.strip() else None
+def _blank_to_none(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.strip() if value.strip() else None
+    return value
+
+
+def _filter_param(param: Callable[..., Any], spec: Any) -> inspect.Parameter:
+    """One filter of the registry as a query parameter or form field."""
+    bounds = ({"gt": spec.minimum, "le": spec.maximum} if spec.type is float
+              else {"max_length": spec.max_length})
+    return inspect.Parameter(
+        spec.name, inspect.Parameter.KEYWORD_ONLY, annotation=Optional[spec.type],  # noqa: UP045
+        default=param(None, description=f"{spec.help} Example: {spec.example}", **bounds))
 
 
 def _options_reader(param: Callable[..., Any]) -> Callable[..., SearchOptions]:
-    """A dependency that reads the filters and the sort order from query parameters
-    (``param=Query``) or multipart form fields (``param=Form``): one definition for both."""
+    """A dependency that reads the filters (one parameter per registered filter) and the sort
+    order from query parameters (``param=Query``) or multipart form fields (``param=Form``):
+    one definition for both, regenerated when a filter is registered."""
+    from xmodal.index import filters as registry
 
-    def read(
-        after: str | None = param(None, max_length=32,
-                                  description=f"only photos taken on or after {DATE_HELP}"),
-        before: str | None = param(None, max_length=32,
-                                   description=f"only photos taken up to the end of {DATE_HELP}"),
-        place: str | None = param(None, max_length=200, description="only photos taken in this "
-                                  "city, region, country or country code (any case)"),
-        near: str | None = param(None, max_length=64, description="only photos taken near "
-                                 "LAT,LON in degrees, e.g. 38.72,-9.14"),
-        km: float | None = param(None, gt=0, le=20_100,
-                                 description="the radius around near, in km (default 10)"),
-        camera: str | None = param(None, max_length=200,
-                                   description="only photos whose camera make or model contains "
-                                   "this (any case)"),
-        under: str | None = param(None, max_length=4096,
-                                  description="only images inside this folder (absolute path)"),
-        sort: Sort = param("relevance", description="relevance (best match first), date "
-                           "(newest first) or oldest"),
-    ) -> SearchOptions:
-        return SearchOptions(
-            after=_blank_to_none(after), before=_blank_to_none(before),
-            place=_blank_to_none(place), near=_blank_to_none(near), km=km,
-            camera=_blank_to_none(camera), under=_blank_to_none(under), sort=sort,
-        )
+    def read(**given: Any) -> SearchOptions:
+        sort = given.pop("sort", "relevance")
+        values = {k: _blank_to_none(v) for k, v in given.items()}
+        return SearchOptions({k: v for k, v in values.items() if v is not None}, sort)
 
+    def refresh() -> None:
+        sort = inspect.Parameter(
+            "sort", inspect.Parameter.KEYWORD_ONLY, annotation=Sort,
+            default=param("relevance", description="relevance (best match first), date "
+                          "(newest first) or oldest"))
+        params = [_filter_param(param, s) for s in registry.FILTERS] + [sort]
+        read.__signature__ = inspect.Signature(params, return_annotation=SearchOptions)
+        read.__annotations__ = {p.name: p.annotation for p in params}
+
+    refresh()
+    registry.on_change(refresh)
     return read
 
 
@@ -160,8 +163,7 @@ def _plain(hits: list[Any], offset: int, limit: int, options: SearchOptions,
 
 def _plain_only(options: SearchOptions, extra: bool) -> None:
     """400 when a collection without ``find`` (an ANN folder) is asked for more than ranking."""
-    if extra or options.sort != "relevance" or \
-            any(v is not None for k, v in vars(options).items() if k not in ("sort", "under")):
+    if extra or options.sort != "relevance" or any(k != "under" for k in options.filters):
         raise ApiError(400, "this collection answers plain sentence searches only: filters, "
                        "sorting, example images and terms to push away need a photo database")
 
@@ -348,6 +350,57 @@ async def facets(state: ServerState = Depends(get_state)) -> dict[str, Any]:
         return index.facets()
 
     return json_safe(await lib.run(work))
+
+
+@router.get("/filters", summary="The search filters, with the values each can select")
+async def filter_list(state: ServerState = Depends(get_state)) -> list[dict[str, Any]]:
+    """The registered filters (each is a query parameter of ``/api/search`` and
+    ``/api/similar``): ``name``, ``label``, ``help``, ``example``, input ``type`` and bounds, and
+    ``suggest``: the values of the indexed photos the filter can select, with photo counts
+    ([[value, count], ...]; absent for a collection without metadata)."""
+    from xmodal.index.filters import describe
+
+    lib = state.backends
+
+    def work() -> list[dict[str, Any]]:
+        index = lib.index()
+        return describe(getattr(index, "store", None) if hasattr(index, "facets") else None)
+
+    return json_safe(await lib.run(work))
+
+
+def filter_bar_html() -> str:
+    """The search page's filter fields, one per registered filter, and the lists of values
+    they suggest (filled from ``/api/filters``)."""
+    from html import escape
+
+    from xmodal.index.filters import all_facets, describe
+
+    fields = []
+    for f in describe():
+        attrs = {"id": f"f-{f['name']}", "name": f["name"], "data-filter": f["name"],
+                 "placeholder": f"e.g. {f['example']}", "title": f["title"], "autocomplete": "off",
+                 "aria-label": f["help"]}
+        if f["facet"]:
+            attrs["list"] = f["facet"]
+        if f["type"] == "number":
+            attrs.update(type="number", step="any", min=f["min"], max=f["max"])
+        text = " ".join(f'{k}="{escape(str(v))}"' for k, v in attrs.items() if v is not None)
+        css = f"field {f['css']}".strip()
+        fields.append(f'<label class="{css}">{escape(f["label"])}<input {text}></label>')
+    lists = "".join(f'<datalist id="{escape(x.key)}"></datalist>' for x in all_facets())
+    return "\n".join(fields) + "\n" + lists
+
+
+def search_page(path: Path) -> Callable[..., Any]:
+    """The search page with the filter bar of the registered filters filled in."""
+    from fastapi.responses import HTMLResponse
+
+    async def serve_search_page() -> HTMLResponse:
+        html = path.read_text().replace("<!-- filter fields -->", filter_bar_html(), 1)
+        return HTMLResponse(html)
+
+    return serve_search_page
 
 
 @router.get(

@@ -4,9 +4,9 @@
 "use strict";
 
 const PAGE = 24;
-// filter name (API parameter) -> id of its field
-const FILTERS = { after: "f-after", before: "f-before", place: "f-place", camera: "f-camera",
-  near: "f-near", km: "f-km", under: "under" };
+// filter name (API parameter) -> id of its field: the server writes one field per registered
+// filter into the filter bar (xmodal.index.filters)
+const FILTERS = Object.fromEntries([...document.querySelectorAll("[data-filter]")].map((f) => [f.dataset.filter, f.id]));
 const SORT_NAMES = { relevance: "best match first", date: "newest first", oldest: "oldest first" };
 const NARROW = window.matchMedia("(max-width: 560px)");
 
@@ -356,22 +356,20 @@ function closeDetail() {
   detailOpener = null;
 }
 
-// -- what the filters can choose from: years, places and cameras of the collection ---------------
+// -- what the filters can choose from: years, places, cameras, ... of the collection --------------
 function fillList(id, options) {
   document.getElementById(id).replaceChildren(...options.map(([value, label]) => el("option", { value: value, label: label })));
 }
 
-async function loadFacets() {
-  const f = await api("/api/facets");
-  fillList("years", f.years.filter((y) => y.year).map((y) => [y.year, plural(y.count, "photo")]));
-  const places = new Map();  // a place filter matches one name: a city, a region or a country
-  for (const p of f.places) {
-    for (const name of new Set([p.city, p.region, p.country])) {
-      if (name) places.set(name, (places.get(name) || 0) + p.count);
-    }
+// the values each filter field suggests, with photo counts (from the facets of the index)
+async function loadSuggestions() {
+  const filled = new Set();
+  for (const f of await api("/api/filters")) {
+    const list = f.facet;
+    if (!list || !f.suggest || filled.has(list) || !document.getElementById(list)) continue;
+    filled.add(list);
+    fillList(list, f.suggest.map(([value, n]) => [value, plural(n, "photo")]));
   }
-  fillList("places", [...places].sort((a, b) => b[1] - a[1]).map(([name, n]) => [name, plural(n, "photo")]));
-  fillList("cameras", f.cameras.filter((c) => c.camera).map((c) => [c.camera, plural(c.count, "photo")]));
 }
 
 // -- describe and tag an image ---------------------------------------------------------------------
@@ -497,7 +495,7 @@ function setupSearch() {
   fitFilters();
   NARROW.addEventListener("change", fitFilters);
   window.addEventListener("popstate", () => { loadFromUrl(); runSearch(0); });
-  loadFacets().catch(() => {});  // without facets the fields still take any text
+  loadSuggestions().catch(() => {});  // without suggestions the fields still take any text
   loadFromUrl();
   if (hasQuery()) runSearch(0);
 }
