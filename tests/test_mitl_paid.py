@@ -221,3 +221,179 @@ def test_a_bad_mturk_file_stores_nothing_and_names_every_bad_line(tmp_path):
         assert cc.q("SELECT COUNT(*) FROM assignments")[0][0] == 0
         assert cc.q("SELECT COUNT(*) FROM workers")[0][0] == 0
     assert not (tmp_path / "bad.decisions.csv").exists()
+
+
+# ----- 3. Label Studio -------------------------------------------------------------------------
+def _ls_export(c, tmp_path, *flags):
+    out = tmp_path / "ls"
+    r = _cli("mitl", "crowd", "export", c.path, out, "--platform", "label-studio", *flags)
+    assert r.exit_code == 0, r.output
+    tasks = json.loads((out / "label-studio" / "tasks.json").read_text())
+    return tasks, (out / "label-studio" / "config.xml").read_text()
+
+
+def _check_label_studio(config: str, tasks: list, exported: list | None = None) -> str:
+    """Validate with label-studio-sdk where it is installed (its LabelInterface), else check
+    the structure by hand: every task's data fills the config's variables, every prediction
+    and annotation result names a control of the config and one of its choices. Returns which
+    check ran."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        from label_studio_sdk.label_interface import LabelInterface
+    except ImportError:
+        LabelInterface = None
+    if LabelInterface is not None:
+        li = LabelInterface(config)
+        for t in tasks + (exported or []):
+            # the data alone: validate_task(task) with 'predictions' calls
+            # validate_prediction() without its argument (label-studio-sdk 2.1.2)
+            assert li.validate_task({"data": t["data"]}), t["data"]
+            for p in t.get("predictions", []):
+                assert li.validate_prediction(p, return_errors=True) == [], p
+            for a in t.get("annotations", []):
+                if a["result"]:
+                    assert li.validate_prediction(a, return_errors=True) == [], a
+        return "label-studio-sdk"
+    view = ET.fromstring(config)
+    variables = {el.get("value")[1:] for el in view.iter() if (el.get("value") or "")[:1] == "$"}
+    controls = {el.get("name"): el for el in view.iter() if el.tag in ("Choices", "TextArea")}
+    objects = {el.get("name") for el in view.iter() if el.tag in ("Image", "Text")}
+    assert all(el.get("toName") in objects for el in controls.values())
+    choices = {ch.get("value") for ch in controls["answer"]}
+    for t in tasks + (exported or []):
+        assert variables <= set(t["data"]), t["data"]
+        results = [r for p in t.get("predictions", []) for r in p["result"]] + [
+            r for a in t.get("annotations", []) for r in a["result"]]
+        for r in results:
+            assert r["from_name"] in controls and r["to_name"] in objects, r
+            if r["type"] == "choices":
+                assert set(r["value"]["choices"]) <= choices, r
+    return "structure"
+
+
+def test_label_studio_export_has_no_predictions_or_ids_unless_asked(tmp_path):
+    c, _ = build_campaign(tmp_path)
+    tasks, config = _ls_export(c, tmp_path)
+    print("validated by", _check_label_studio(config, tasks))
+    assert tasks and not any("predictions" in t for t in tasks)
+    assert all(set(t["data"]) == {"image", "text"} for t in tasks)  # no hit / item ids
+    n_pairs = c.q("SELECT COUNT(DISTINCT pair_id) FROM hit_items")[0][0]
+    assert len(tasks) == n_pairs
+    tasks, config = _ls_export(c, tmp_path, "--predictions")
+    _check_label_studio(config, tasks)
+    # every task, check pairs included, one prediction per annotator with the model's score
+    names = [n for (n,) in c.q("SELECT name FROM annotators ORDER BY id")]
+    assert all([p["model_version"] for p in t["predictions"]] == names for t in tasks)
+    import numpy as np
+
+    from xmodal.mitl.crowd import hit_table, ls_tasks, secret
+    from xmodal.mitl.propose import protocol_pool
+
+    _, protocol = build_campaign(tmp_path / "again", hits=False)
+    image_ids, text_ids, _ = protocol_pool(protocol)
+    refs = {it["ref"]: it for it in ls_tasks(hit_table(c), secret(c))}
+    spec = dict(c.q("SELECT name, spec FROM annotators"))
+    scores = {n: np.load(spec[n]) for n in names}
+    answers = set()
+    for t in tasks:
+        it = refs[t["meta"]["xmodal"]]
+        i, j = image_ids.index(it["image_id"]), text_ids.index(it["text_id"])
+        for p in t["predictions"]:
+            assert p["score"] == pytest.approx(float(scores[p["model_version"]][i, j]))
+            answers.add(p["result"][0]["value"]["choices"][0])
+    assert answers == {"100% yes", "100% no"}  # by rank, not '100% yes' for all
+
+
+def _ls_annotation(ann_id, who, task_pair_role, answer_for, minute, cancelled=False):
+    role = task_pair_role
+    answer = answer_for(role)
+    from xmodal.mitl.answers import ANSWERS
+
+    return {"id": ann_id, "completed_by": who, "was_cancelled": cancelled,
+            "result": [] if cancelled else [{
+                "from_name": "answer", "to_name": "image", "type": "choices",
+                "value": {"choices": [ANSWERS[answer]]}}],
+            "lead_time": 4.0, "created_at": f"2026-11-28T02:{minute:02d}:00.000000Z",
+            "updated_at": f"2026-11-28T02:{minute:02d}:04.000000Z"}
+
+
+def test_label_studio_import_is_by_task_and_reports_what_it_dropped(tmp_path):
+    """The issue's file: annotators 1-3 do every task of a HIT, annotator 10 (later) does it
+    too, annotator 3 answers one task twice, annotator 4 skips the checks of another HIT,
+    annotator 5 gets a check wrong, and a task of another project is in the file."""
+    from xmodal.mitl.aggregate import verdicts
+    from xmodal.mitl.crowd import hit_table, ls_tasks, secret
+
+    c, _ = build_campaign(tmp_path, replication=3)
+    tasks, config = _ls_export(c, tmp_path)
+    hits = hit_table(c)
+    task_of = {it["pair_id"]: it["ref"] for it in ls_tasks(hits, secret(c))}
+    h0, h1 = hits[0], hits[1]
+    right = {"gold_pos": 1, "gold_neg": 4}
+    by_ref = {t["meta"]["xmodal"]: dict(t, id=n + 1, annotations=[])
+              for n, t in enumerate(tasks)}
+    ann_id = [0]
+
+    def annotate(hit, who, minute, wrong_check=False, skip_checks=False, only=None):
+        for it in hit["items"]:
+            if only and it["role"] not in only:
+                continue
+            ann_id[0] += 1
+            check = it["role"] != "judge"
+            answer = (lambda role: (5 - right[role] if wrong_check else right[role])
+                      if check else 2)
+            by_ref[task_of[it["pair_id"]]]["annotations"].append(_ls_annotation(
+                ann_id[0], who, it["role"], answer, minute, cancelled=skip_checks and check))
+
+    for who in (1, 2, 3):
+        annotate(h0, who, who)
+    annotate(h0, 3, 9, only=("judge",))                  # annotator 3 again: duplicates
+    annotate(h0, 10, 30)                                 # later: over the limit of 3
+    annotate(h1, 4, 10, skip_checks=True)                # skips the checks
+    annotate(h1, {"id": 5, "email": "five@x.org"}, 11, wrong_check=True)
+    exported = list(by_ref.values()) + [{"id": 999, "data": {"image": "x.jpg", "text": "y"},
+                                         "annotations": [_ls_annotation(
+                                             999, 1, "judge", lambda r: 1, 1)]}]
+    checked = _check_label_studio(config, tasks, exported)
+    print("validated by", checked)
+    assert checked in ("label-studio-sdk", "structure")
+    path = tmp_path / "project-1-at-2026-11-28.json"
+    path.write_text(json.dumps(exported))
+    c.close()
+    r = _cli("mitl", "crowd", "import", c.path, path)
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    n0, j0 = len(h0["items"]), sum(it["role"] == "judge" for it in h0["items"])
+    n1, j1 = len(h1["items"]), sum(it["role"] == "judge" for it in h1["items"])
+    # hand count: 1-3 all of h0; 10 only h0's checks (its judge pairs are full); 4 the judge
+    # pairs of h1; 5 all of h1
+    assert got["judgments"] == 3 * n0 + (n0 - j0) + j1 + n1
+    dropped = got["dropped"]
+    assert len(dropped["duplicates"]) == j0 and {d["annotator"] for d in
+                                                 dropped["duplicates"]} == {"3"}
+    assert len(dropped["over_limit"]) == j0 and {d["annotator"] for d in
+                                                 dropped["over_limit"]} == {"10"}
+    assert len(dropped["skipped"]) == n1 - j1 and {d["annotator"] for d in
+                                                   dropped["skipped"]} == {"4"}
+    assert dropped["unknown_tasks"] == [{"task": 999, "why": "not a task of this campaign"}]
+    assert got["review"] == ["5"]
+    c = Campaign(c.path)
+    status = dict(c.q("SELECT e.external_id, group_concat(DISTINCT a.status) FROM "
+                      "external_workers e JOIN assignments a ON a.worker_id = e.worker_id "
+                      "GROUP BY e.external_id"))
+    assert status == {"1": "accepted", "2": "accepted", "3": "accepted", "10": "accepted",
+                      "4": "accepted", "5": "review"}
+    # skipped tasks are no answers: annotator 4 has no judgment of h1's checks at all
+    four = c.q("SELECT COUNT(*) FROM judgments j JOIN assignments a ON a.id = j.assignment_id "
+               "JOIN external_workers e ON e.worker_id = a.worker_id WHERE e.external_id = '4'")
+    assert four[0][0] == j1
+    # overlap per pair: every judge pair of h0 has exactly 3 judgments (1, 2, 3), none of 10's
+    judged = {v.pair_id: v.answers for v in verdicts(c)[0]}
+    assert all(judged[it["pair_id"]] == (2, 2, 2) for it in h0["items"]
+               if it["role"] == "judge")
+    # importing the same file again adds nothing
+    c.close()
+    again = json.loads(_cli("mitl", "crowd", "import", c.path, path).stdout)
+    assert again["judgments"] == 0
+    assert len(again["dropped"]["already_imported"]) == got["judgments"]

@@ -480,8 +480,10 @@ def crowd_export(
                                          "will be served (e.g. https://example.org/hits/images)"),
     public_url: str | None = typer.Option(None, "--public-url", help="for prolific: the public "
                                           "URL of 'xmodal serve --campaign'"),
-    predictions: bool = typer.Option(True, "--predictions/--no-predictions", help="label-studio: "
-                                     "the annotators' proposals as predictions"),
+    predictions: bool = typer.Option(False, "--predictions/--no-predictions", help="label-studio: "
+                                     "give every task (check pairs too) one prediction per "
+                                     "machine annotator, with its real score (off by default: "
+                                     "pre-filled answers bias the annotators)"),
 ) -> None:
     """Export the HITs for a crowd platform: MTurk batch CSV + question template, Label Studio
     tasks + labeling config, or the Prolific study link; images under opaque names.

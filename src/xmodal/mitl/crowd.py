@@ -7,10 +7,10 @@
   ``AcceptTime``, ``SubmitTime``, ``WorkTimeInSeconds``) and writes ``*.decisions.csv``
   beside it: the same rows with ``Approve`` / ``Reject`` filled, to upload back.
 * **Label Studio** (``--platform label-studio``): ``label-studio/tasks.json`` (one task per
-  pair of a HIT; the machine annotators that proposed it as ``predictions``) and
-  ``label-studio/config.xml``, the labeling config with the four answers. Import reads the
-  project's JSON export; each annotator's annotations of one HIT's tasks become one
-  assignment.
+  pair, its visible data the photo and the sentence only; predictions only with
+  ``--predictions``) and ``label-studio/config.xml``, the labeling config with the four answers
+  and "can't tell". Import reads the project's JSON export by task: each annotation is one
+  judgment of one pair by one annotator.
 * **Prolific** (``--platform prolific``): the external-study link for the server
   (``/prolific?PROLIFIC_PID=…``, :mod:`xmodal.server.routes.crowd`) and its completion code.
 
@@ -115,7 +115,7 @@ def _url(base: str, name: str) -> str:
 
 # ----- export ---------------------------------------------------------------------------------
 def export(campaign: Campaign, platform: str, out: str | Path, image_url: str | None = None,
-           public_url: str | None = None, predictions: bool = True) -> dict[str, Any]:
+           public_url: str | None = None, predictions: bool = False) -> dict[str, Any]:
     """Write what the platform needs into ``out``; returns what was written."""
     out = Path(out)
     if platform not in PLATFORMS:
@@ -230,30 +230,74 @@ def mturk_template(n: int) -> str:
 """
 
 
-def export_label_studio(campaign: Campaign, hits, names, base: str, folder: Path,
-                        predictions: bool = True) -> list[Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    proposed: dict[tuple[str, str], list[tuple[str, int]]] = defaultdict(list)
-    k = int(campaign.meta("k", 5))
-    if predictions:
-        for name, rank, image_id, text_id in campaign.q(
-                "SELECT a.name, p.rank, p.image_id, p.text_id FROM proposals p JOIN annotators "
-                "a ON a.id = p.annotator_id WHERE p.rank <= ?", (k,)):
-            proposed[(image_id, text_id)].append((name, rank))
-    tasks = []
+def ls_tasks(hits: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """Label Studio assigns tasks, not HITs: one task per distinct pair of the HITs (a check
+    pair used in several HITs is one task), keyed by an opaque ``ref``."""
+    seen: dict[int, dict[str, Any]] = {}
     for h in hits:
         for it in h["items"]:
-            task: dict[str, Any] = {"data": {"image": _url(base, names[it["image_id"]]),
-                                             "text": it["text"], "hit": h["ref"],
-                                             "item": it["ref"]}}
-            preds = proposed.get((it["image_id"], it["text_id"]), [])
-            if preds:
-                task["predictions"] = [{
-                    "model_version": name, "score": 1.0 / rank,
-                    "result": [{"from_name": "answer", "to_name": "image", "type": "choices",
-                                "value": {"choices": [ANSWERS[1]]}}]}
-                    for name, rank in sorted(preds, key=lambda p: p[1])]
-            tasks.append(task)
+            seen.setdefault(it["pair_id"], {**it, "ref": opaque(key, "pair", it["pair_id"])})
+    return list(seen.values())
+
+
+def pair_scores(campaign: Campaign, pairs: list[tuple[str, str]]
+                ) -> dict[str, dict[tuple[str, str], tuple[float, int]]]:
+    """Per machine annotator of the campaign: (score, best rank) of each pair, from the
+    annotator itself (rebuilt from its stored spec on the campaign's protocol): the score it
+    gives the pair (image to text) and the pair's best rank over the two directions."""
+    import numpy as np
+
+    from xmodal.eval.protocols import get_protocol
+    from xmodal.mitl.propose import load_annotator, protocol_pool
+
+    spec = campaign.meta("protocol")
+    if not spec:
+        raise XmodalError(f"{campaign.path}: the campaign has no protocol; --predictions needs "
+                          "the annotators' scores")
+    protocol = (get_protocol("folder", spec.get("data"), captions=spec.get("captions"))
+                if spec.get("name") == "folder" else get_protocol(spec["name"], spec.get("data")))
+    image_ids, text_ids, _ = protocol_pool(protocol)
+    row = {x: n for n, x in enumerate(image_ids)}
+    col = {x: n for n, x in enumerate(text_ids)}
+    out: dict[str, dict[tuple[str, str], tuple[float, int]]] = {}
+    for name, source in campaign.q("SELECT name, spec FROM annotators ORDER BY id"):
+        scores = load_annotator(f"{name}={source}", protocol).scores
+        i2t = np.asarray(scores.get("i2t", next(iter(scores.values()))))
+        t2i = np.asarray(scores.get("t2i", i2t))
+        got = {}
+        for image_id, text_id in pairs:
+            i, t = row[image_id], col[text_id]
+            rank = 1 + min(int((i2t[i] > i2t[i, t]).sum()), int((t2i[:, t] > t2i[i, t]).sum()))
+            got[(image_id, text_id)] = (float(i2t[i, t]), rank)
+        out[name] = got
+    return out
+
+
+def export_label_studio(campaign: Campaign, hits, names, base: str, folder: Path,
+                        predictions: bool = False) -> list[Path]:
+    """``tasks.json``: one task per pair, whose visible data is the photo and the sentence only
+    (the task's key is in ``meta``). With ``predictions`` every task, check pairs included,
+    gets one prediction per machine annotator: the answer its rank gives (in its top-K:
+    "100% yes", else "100% no") and its real score."""
+    folder.mkdir(parents=True, exist_ok=True)
+    tasks_in = ls_tasks(hits, secret(campaign))
+    scores = (pair_scores(campaign, [(it["image_id"], it["text_id"]) for it in tasks_in])
+              if predictions else {})
+    k = int(campaign.meta("k", 5))
+    tasks = []
+    for it in tasks_in:
+        task: dict[str, Any] = {"data": {"image": _url(base, names[it["image_id"]]),
+                                         "text": it["text"]},
+                                "meta": {"xmodal": it["ref"]}}
+        if predictions:
+            task["predictions"] = [{
+                "model_version": name, "score": got[(it["image_id"], it["text_id"])][0],
+                "result": [{"from_name": "answer", "to_name": "image", "type": "choices",
+                            "value": {"choices": [
+                                ANSWERS[1 if got[(it["image_id"], it["text_id"])][1] <= k
+                                        else 4]]}}]}
+                for name, got in scores.items()]
+        tasks.append(task)
     (folder / "tasks.json").write_text(json.dumps(tasks, indent=1, ensure_ascii=False),
                                        encoding="utf-8")
     (folder / "config.xml").write_text(label_studio_config(), encoding="utf-8")
@@ -262,7 +306,7 @@ def export_label_studio(campaign: Campaign, hits, names, base: str, folder: Path
 
 def label_studio_config() -> str:
     choices = "\n".join(f'    <Choice value="{escape(label)}" hotkey="{v}"/>'
-                        for v, label in ANSWERS.items())
+                        for v, label in (*ANSWERS.items(), (SKIP, SKIP_LABEL)))
     return f"""<View>
   <Header value="Does the sentence describe the photo?"/>
   <Image name="image" value="$image" maxWidth="640px"/>
@@ -576,56 +620,163 @@ def write_mturk_decisions(campaign: Campaign, parsed: list[dict[str, Any]],
     return pending
 
 
-def _ls_answer(result: list[dict[str, Any]]) -> tuple[int | None, str | None]:
+def _ls_answer(result: list[dict[str, Any]]) -> tuple[bool, int | None, str | None]:
+    """(answered, answer 1-4 or None for "can't tell", reason) of an annotation's result."""
     by_label = {label: v for v, label in ANSWERS.items()}
-    answer = reason = None
+    answered, answer, reason = False, None, None
     for r in result or []:
         value = r.get("value") or {}
         if r.get("from_name") == "answer" and value.get("choices"):
-            answer = by_label.get(value["choices"][0])
+            label = value["choices"][0]
+            if label in by_label or label == SKIP_LABEL:
+                answered, answer = True, by_label.get(label)
         elif r.get("from_name") == "reason" and value.get("text"):
             text = value["text"]
             reason = text[0] if isinstance(text, list) else str(text)
-    return answer, reason
+    return answered, answer, reason
+
+
+def _annotator(who: Any) -> str:
+    """Label Studio's ``completed_by``: a user id (a number), or a user object."""
+    if isinstance(who, dict):
+        who = who.get("id", who.get("email"))
+    if isinstance(who, float) and who.is_integer():
+        who = int(who)
+    return str(who).strip()
+
+
+def _number_first(value: Any) -> tuple:
+    """Sort key comparing numeric ids as numbers ('10' after '3'), others as text."""
+    text = str(value)
+    return (0, int(text), "") if text.isdigit() else (1, 0, text)
 
 
 def import_label_studio(campaign: Campaign, path: Path) -> dict[str, Any]:
-    by_hit, by_item = _maps(campaign)
+    """A Label Studio JSON export, by task: each annotation is one judgment of one pair by one
+    annotator (stored in that annotator's assignment of the pair's HIT). A skipped task
+    (``was_cancelled``) or an annotation without an answer is no judgment; a second annotation
+    of a pair by the same annotator, one already imported, and one over the pair's number of
+    judgments are dropped; check pairs are scored per annotator over whatever checks they
+    answered (one wrong: their work waits for review). The report names everything dropped."""
     try:
         tasks = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise XmodalError(f"{path}: not a Label Studio JSON export ({exc})") from exc
-    if not isinstance(tasks, list):
+    if not isinstance(tasks, list) or not all(isinstance(t, dict) for t in tasks):
         raise XmodalError(f"{path}: a Label Studio JSON export is a list of tasks")
-    # (annotator, HIT) -> answers, seconds, times
-    groups: dict[tuple[str, int], dict[str, Any]] = {}
+    hits = hit_table(campaign)
+    key = secret(campaign)
+    by_ref, by_content = {}, {}
+    for it in ls_tasks(hits, key):
+        by_ref[it["ref"]] = it["pair_id"]
+        by_content[(it["image"] + ".jpg", it["text"])] = it["pair_id"]
+    in_hits: dict[int, list[tuple[int, str, int]]] = defaultdict(list)  # pair -> (hit, role, n)
+    for h in hits:
+        for it in h["items"]:
+            in_hits[it["pair_id"]].append((h["hit"], it["role"], h["replication"]))
+    hit_ref = {h["hit"]: h["ref"] for h in hits}
+    dropped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    entries = []
+    n_annotations = 0
     for task in tasks:
         data = task.get("data") or {}
-        ref = data.get("item")
-        if ref not in by_item:
-            raise XmodalError(f"{path}: task {task.get('id')} is not an item of {campaign.path}")
-        hit, pid = by_item[ref]
+        ref = (task.get("meta") or {}).get("xmodal") or data.get("item")
+        pid = by_ref.get(ref)
+        if pid is None:
+            image = str(data.get("image", "")).rsplit("/", 1)[-1]
+            pid = by_content.get((image, data.get("text")))
+        if pid is None:
+            dropped["unknown_tasks"].append({"task": task.get("id"),
+                                             "why": "not a task of this campaign"})
+            continue
         for ann in task.get("annotations") or []:
-            who = ann.get("completed_by")
-            if isinstance(who, dict):
-                who = who.get("email") or who.get("id")
-            g = groups.setdefault((str(who), hit), {"answers": {}, "work": 0.0, "times": []})
-            if not ann.get("was_cancelled"):
-                g["answers"][pid] = _ls_answer(ann.get("result"))
-            g["work"] += float(ann.get("lead_time") or 0)
-            g["times"] += [t for t in (_time(ann.get("created_at")),
-                                       _time(ann.get("updated_at"))) if t]
-    counts: dict[str, int] = defaultdict(int)
-    hit_ref = {h["hit"]: ref for ref, h in by_hit.items()}
-    for (who, hit), g in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        times = g["times"]
-        outcome = import_assignment(
-            campaign, "label-studio", f"{hit_ref[hit]}:{who}", who, hit,
-            g["answers"], min(times) if times else None, max(times) if times else None,
-            g["work"] or None)
-        counts[outcome] += 1
-    return {"platform": "label-studio", "tasks": len(tasks), "assignments": len(groups),
-            **counts}
+            n_annotations += 1
+            who = _annotator(ann.get("completed_by"))
+            where = {"task": task.get("id"), "annotation": ann.get("id"), "annotator": who}
+            if ann.get("was_cancelled"):
+                dropped["skipped"].append({**where, "why": "skipped (no answer)"})
+                continue
+            answered, answer, reason = _ls_answer(ann.get("result"))
+            if not answered:
+                dropped["empty"].append({**where, "why": "no answer chosen"})
+                continue
+            times = [t for t in (_time(ann.get("created_at")), _time(ann.get("updated_at")))
+                     if t]
+            entries.append({**where, "pair": pid, "answer": answer, "reason": reason,
+                            "lead_time": float(ann.get("lead_time") or 0), "times": times})
+    if tasks and len(dropped["unknown_tasks"]) == len(tasks):
+        raise XmodalError(f"{path}: none of its {len(tasks)} tasks is a task of "
+                          f"{campaign.path.name} (an export of another project?)")
+    # first come, first served: by time, then by annotation id (numbers as numbers)
+    entries.sort(key=lambda e: (min(e["times"]) if e["times"] else float("inf"),
+                                _number_first(e["annotation"])))
+    stored, touched = 0, set()
+    with campaign.write() as c:
+        seen: set[tuple[str, int]] = set()
+        for e in entries:
+            who, pid = e["annotator"], e["pair"]
+            where = {k: e[k] for k in ("task", "annotation", "annotator")}
+            if (who, pid) in seen:
+                dropped["duplicates"].append({**where, "why": "a second annotation of this "
+                                              "task by the same annotator (the first is kept)"})
+                continue
+            seen.add((who, pid))
+            wid = external_worker(c, "label-studio", who)
+            if c.execute("SELECT 1 FROM judgments j JOIN assignments a ON a.id = "
+                         "j.assignment_id WHERE a.worker_id = ? AND j.pair_id = ?",
+                         (wid, pid)).fetchone():
+                dropped["already_imported"].append({**where, "why": "imported before"})
+                continue
+            places = in_hits[pid]
+            mine = {r[0]: r[1] for r in c.execute(
+                "SELECT hit_id, id FROM assignments WHERE worker_id = ?", (wid,))}
+            hit, role, replication = next((p for p in places if p[0] in mine), places[0])
+            if role == "judge" and e["answer"] is not None:
+                live = ",".join(f"'{s}'" for s in LIVE)
+                n = c.execute(f"SELECT COUNT(*) FROM judgments j JOIN assignments a ON a.id = "
+                              f"j.assignment_id WHERE j.pair_id = ? AND a.hit_id = ? AND "
+                              f"j.answer IS NOT NULL AND a.status IN ({live})",
+                              (pid, hit)).fetchone()[0]
+                if n >= replication:
+                    dropped["over_limit"].append({**where, "why": f"the pair already has its "
+                                                  f"{replication} judgments"})
+                    continue
+            times = e["times"] or [time.time()]
+            aid = mine.get(hit)
+            if aid is None:
+                aid = c.execute("INSERT INTO assignments(hit_id, worker_id, status, "
+                                "started_at, submitted_at) VALUES(?, ?, 'accepted', ?, ?)",
+                                (hit, wid, min(times), max(times))).lastrowid
+                c.execute("INSERT INTO external_assignments VALUES(?, 'label-studio', ?, 0)",
+                          (aid, f"{hit_ref[hit]}:{who}"))
+            c.execute("UPDATE assignments SET started_at = MIN(started_at, ?), submitted_at = "
+                      "MAX(submitted_at, ?) WHERE id = ?", (min(times), max(times), aid))
+            c.execute("UPDATE external_assignments SET work_s = COALESCE(work_s, 0) + ? WHERE "
+                      "assignment_id = ?", (e["lead_time"], aid))
+            c.execute("INSERT INTO judgments VALUES(?, ?, ?, ?)",
+                      (aid, pid, e["answer"], (e["reason"] or "").strip() or None))
+            stored += 1
+            touched.add(wid)
+        # the checks, per annotator over every check they answered: one wrong, and their
+        # work not yet decided by a reviewer waits for one
+        review = []
+        for wid in sorted(touched):
+            checks = c.execute(
+                "SELECT hi.role, j.answer FROM judgments j JOIN assignments a ON a.id = "
+                "j.assignment_id JOIN hit_items hi ON hi.hit_id = a.hit_id AND hi.pair_id = "
+                "j.pair_id WHERE a.worker_id = ? AND hi.role != 'judge'", (wid,)).fetchall()
+            if all(is_gold_correct(role, answer) for role, answer in checks):
+                continue
+            n = c.execute("UPDATE assignments SET status = 'review' WHERE worker_id = ? AND "
+                          "status = 'accepted' AND id NOT IN (SELECT assignment_id FROM "
+                          "reviews)", (wid,)).rowcount
+            if n:
+                review.append(c.execute("SELECT external_id FROM external_workers WHERE "
+                                        "worker_id = ?", (wid,)).fetchone()[0])
+    return {"platform": "label-studio", "tasks": len(tasks), "annotations": n_annotations,
+            "judgments": stored, "annotators": len({e["annotator"] for e in entries}),
+            "review": sorted(review, key=_number_first),
+            "dropped": {k: v for k, v in dropped.items() if v}}
 
 
 def import_results(campaign: Campaign, path: str | Path,
