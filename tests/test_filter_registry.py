@@ -92,3 +92,62 @@ def test_a_filter_value_is_parsed_and_checked_by_its_spec():
             registry.PhotoFilter(**bad)
     with pytest.raises(TypeError, match="unknown filter colour"):
         registry.PhotoFilter(colour="red")
+
+
+def test_a_new_filter_is_one_spec_one_extractor_and_one_migration_step(tmp_path, monkeypatch):
+    """A toy filter, the file's type, added the documented way to an index written before it
+    existed: the next 'xmodal index' reads the new metadata without re-embedding, and the
+    library, the CLI, the API and the page all filter by it."""
+    from PIL import Image
+    from typer.testing import CliRunner
+
+    from xmodal.index import metadata
+    from xmodal.index import store as store_module
+    from xmodal.migrations import Schema, add_column
+
+    folder = tmp_path / "photos"
+    folder.mkdir()
+    for name, colour in (("a.jpg", "red"), ("b.png", "red"), ("c.png", "blue"), ("d.jpg", "blue")):
+        Image.new("RGB", (32, 24), colour).save(folder / name)
+    db = tmp_path / "photos.db"
+    PhotoIndex(db, model=ColourModel(), model_spec=MODEL).update(folder, progress=False)
+
+    # 1. the migration step: the column, and the photos' metadata marked to be read again
+    def file_type_column(conn):
+        add_column("photo_meta", "file_type", "TEXT")(conn)
+        conn.execute("UPDATE photo_meta SET version = 0")
+
+    steps = list(store_module.INDEX_SCHEMA.steps)
+    monkeypatch.setattr(store_module, "INDEX_SCHEMA", Schema(
+        "photo index", [*steps, (len(steps) + 1, file_type_column)]))
+    # 2. the metadata extractor
+    monkeypatch.setitem(metadata.EXTRACTORS, "file_type",
+                        lambda path, data, meta: Path(path).suffix.lstrip(".").lower())
+    # 3. the spec entry
+    registry.register(registry.FilterSpec(
+        "filetype", "Only files of this type (jpg, png, ...).", "png", "Type",
+        where=lambda value, f, store: (["m.file_type = ?"], [value.strip().lower()])))
+    try:
+        index = PhotoIndex(db, model=ColourModel(), model_spec=MODEL)
+        stats = index.update(folder, progress=False)
+        assert (stats.added, stats.updated, stats.metadata_read) == (0, 0, 4)
+        found = index.find("red", filters=registry.PhotoFilter(filetype="PNG"), min_relevance=0)
+        assert [Path(r.path).name for r in found.results] == ["b.png", "c.png"]
+        index.close()
+
+        cli = CliRunner().invoke(cli_app, ["search", "blue", "--filetype", "jpg", "--db", str(db),
+                                           "--model", MODEL, "--json", "--min-score", "0"])
+        assert cli.exit_code == 0, cli.output
+        assert '"filter": {\n    "filetype": "jpg"' in cli.output
+        assert "d.jpg" in cli.output and ".png" not in cli.output
+
+        collection = {"db": db, "root": tmp_path}
+        with _client(collection) as client:
+            answer = client.get("/api/search", params={"q": "red", "filetype": "png",
+                                                       "min_score": 0}).json()
+            assert [Path(r["id"]).name for r in answer["results"]] == ["b.png", "c.png"]
+            assert 'data-filter="filetype"' in client.get("/").text
+            assert "filetype" in _api_params(client.get("/openapi.json").json(), "/api/search")
+    finally:
+        registry.unregister("filetype")
+    assert "--filetype" not in _cli_options("search")
