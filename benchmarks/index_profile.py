@@ -38,7 +38,7 @@ the time of the timed stages nested inside it. Stages:
 - encoder (main) thread: waiting for the loaders, the pixel hash ``extract_image_features``
   computed as a cache key before the cache was skipped, the RGB copy (``open_image``), the
   resize in ``preprocess`` (a copy when the loader decoded to the input size), normalisation,
-  the tower (``effnet_forward``: ONNX Runtime, whose own worker threads are not Python threads),
+  the tower (``OnnxImageTower.forward``: ONNX Runtime, whose own worker threads are not Python threads),
   the default model's tuned head conv (``top_pooled``, numpy), the heads
   (``NumpyHeads.embed_images``) and the bridge, SQLite (``_embed_and_commit`` minus
   the embedding), then the FAISS rebuild (``AnnIndex.rebuild``) and the rest of ``_update``.
@@ -267,6 +267,7 @@ def child(folder: Path, db: Path, result: Path) -> None:
     import xmodal.factory as factory
     import xmodal.features.image_encoder as ie
     import xmodal.features.onnx_engine as oe
+    import xmodal.features.towers as towers
     import xmodal.index.ann as ann
     import xmodal.index.photo_index as pi
     import xmodal.index.scan as scan
@@ -277,9 +278,9 @@ def child(folder: Path, db: Path, result: Path) -> None:
     if oe.engine() != "onnx":
         raise SystemExit("index_profile measures the ONNX engine (the default)")
     model = dual.default_model()
-    if not (oe.effnet_model_path(model.image_backbone).is_file()
-            and oe.mpnet_model_path().is_file()):
-        raise SystemExit("export the default model's encoders first (run xmodal index once)")
+    if not (towers.image_tower(model.image_backbone).is_prepared()
+            and towers.text_tower(model.text_encoder).is_prepared()):
+        raise SystemExit("export the default model's encoders first (run xmodal prepare)")
     setattr(dual, "_DEFAULT", None)  # the CLI loads the model itself, timed
     t_imports = time.perf_counter()
 
@@ -325,9 +326,9 @@ def child(folder: Path, db: Path, result: Path) -> None:
     T.patch(ie, "open_image", "RGB copy (open_image)")
     T.patch(ie, "preprocess", "preprocess (rest: to float, normalise)")
     T.patch(ie, "_forward", "_forward (rest)")
-    T.patch(oe, "effnet_forward", "tower (ORT run)")
-    T.patch(oe, "effnet_model_path", "tower file digest", opaque=True)
-    T.patch(oe, "_session", "ORT session create", opaque=True)
+    T.patch(towers.OnnxImageTower, "forward", "tower (ORT run)")
+    T.patch(towers.OnnxImageTower, "prepare", "tower file check", opaque=True)
+    T.patch(towers, "session", "ORT session create", opaque=True)
     T.patch(dual.DualEncoder, "embed_image_features", "heads+bridge (rest: concat, norm)")
     T.patch(dual.DualEncoder, "bridge_image", "bridge (softmax @ class names)", opaque=True)
     T.patch(hi.NumpyHeads, "embed_images", "heads (NumpyHeads)", opaque=True)

@@ -23,7 +23,7 @@
 
 Writes ``benchmarks/results/int8_default.json`` (``--name``); ``--ship NAME`` writes the chosen
 variant's calibration and kept-fp32 nodes to ``src/xmodal/assets/int8/effnet_<backbone>.json``,
-which makes :func:`xmodal.features.onnx_engine.image_precision` choose int8 for that backbone.
+which makes :func:`xmodal.features.towers.image_precision` choose int8 for that backbone.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from benchmarks._record import record
 from xmodal.data.conceptual_captions import load_conceptual_captions
 from xmodal.features.image_encoder import get_backbone, open_image, preprocess
 from xmodal.features.int8 import asset_path, calibrate, quantize_effnet
-from xmodal.features.onnx_engine import effnet_model_path, export_effnet
+from xmodal.features.towers import image_tower
 from xmodal.features.text_encoder import encode_texts
 from xmodal.factory import load_embedding_model
 from xmodal.models.dual_train import recall_5cap_scores
@@ -195,9 +195,7 @@ def main() -> None:
         np.save(args.dump / "dev.npy", dev)
         print(f"wrote {args.dump}")
         return
-    fp32 = effnet_model_path(backbone)
-    if not fp32.is_file():
-        export_effnet(fp32, backbone)
+    fp32 = image_tower(backbone).prepare("fp32")
     work = Path(tempfile.mkdtemp(prefix="xmodal-int8-"))
     if args.calibration and args.calibration.is_file():
         calibration = {"minmax": json.loads(args.calibration.read_text())}

@@ -30,7 +30,7 @@ import numpy as np
 from benchmarks._record import record
 from xmodal.data import load_flickr8k
 from xmodal.features.image_encoder import open_image, preprocess
-from xmodal.features.onnx_engine import effnet_model_path, export_effnet
+from xmodal.features.towers import image_tower
 
 N_CALIBRATION = 300
 
@@ -93,9 +93,7 @@ def main() -> None:
     train = list(ds.split("train"))
     calibration = [ds.image_path(train[i]) for i in rng.choice(len(train), N_CALIBRATION,
                                                                  replace=False)]
-    fp32_path = effnet_model_path()
-    if not fp32_path.is_file():
-        export_effnet(fp32_path)
+    fp32_path = image_tower().prepare("fp32")
     work = Path(tempfile.mkdtemp(prefix="xmodal-int8-"))
     t0 = time.perf_counter()
     int8_path = quantize(fp32_path, work / "effnet_int8.onnx", calibration)

@@ -33,8 +33,7 @@ import numpy as np
 from benchmarks._record import record
 from benchmarks.int8_default import dev_data
 from xmodal.features.image_encoder import extract_image_features
-from xmodal.features.onnx_engine import mpnet_model_path, prepare_text_encoder
-from xmodal.features.weights import mpnet_dir
+from xmodal.features.towers import text_tower
 from xmodal.models.dual import default_model
 from xmodal.models.dual_train import recall_5cap_scores
 
@@ -73,7 +72,7 @@ def session(path: Path):
 def embed(sess, texts: list[str], batch: int = 64) -> np.ndarray:
     from tokenizers import Tokenizer
 
-    tok = Tokenizer.from_file(str(mpnet_dir() / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(text_tower("mpnet").tokenizer_path()))
     tok.enable_truncation(max_length=384)
     tok.enable_padding(pad_id=tok.token_to_id("<pad>"), pad_token="<pad>")
     out = []
@@ -87,14 +86,13 @@ def embed(sess, texts: list[str], batch: int = 64) -> np.ndarray:
 
 def main() -> None:
     t_start = time.time()
-    prepare_text_encoder("mpnet")
-    fp32 = mpnet_model_path()
+    fp32 = text_tower("mpnet").prepare()
     work = Path(tempfile.mkdtemp(prefix="xmodal-int8-text-"))
     t0 = time.time()
     int8 = quantize(fp32, work / "mpnet_int8.onnx")
     quantize_s = time.time() - t0
     files = {"fp32": fp32, "int8": int8}
-    tokenizer = str(mpnet_dir() / "tokenizer.json")
+    tokenizer = str(text_tower("mpnet").tokenizer_path())
 
     cold: dict[str, list] = {k: [] for k in files}
     for _ in range(5):

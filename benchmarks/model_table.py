@@ -9,7 +9,7 @@
     python -m benchmarks.model_table --quality efficientnet-minilm-zeroshot --protocols skimage-ood
 
 Rows: ``dual`` (the default; its image tower runs int8 when that tower ships, see
-:func:`xmodal.features.onnx_engine.image_precision`, and then a row ``dual (fp32 tower)`` runs
+:func:`xmodal.features.towers.image_precision`, and then a row ``dual (fp32 tower)`` runs
 with ``XMODAL_INT8=0``), ``fast`` and ``efficientnet-minilm-zeroshot`` (the training-free
 bridge), each resolved by :func:`xmodal.factory.load_embedding_model`; a spec it cannot load
 is skipped, with the reason in the JSON.
@@ -175,7 +175,7 @@ def environment(env: dict[str, str]) -> Iterator[None]:
 def tower_precision(model) -> str | None:
     """The precision a model's image tower runs at: int8 only for a model that asks for it
     (``image_int8``) when its calibration ships; None for a model without an EfficientNet."""
-    from xmodal.features.onnx_engine import image_precision
+    from xmodal.features.towers import image_precision
 
     backbone = getattr(model, "image_backbone", None)
     if backbone is None:
@@ -224,7 +224,7 @@ def model_dir(spec: str) -> Path | None:
 def files_mb(row: Row, model) -> tuple[float | None, dict]:
     """(MB, what was counted) of the model's directory and the ONNX files it runs: called with
     ``XMODAL_CACHE`` set to the cache its warm-up index exported them to."""
-    from xmodal.features import onnx_engine as ox
+    from xmodal.features.towers import image_tower, text_tower
 
     counted: dict[str, float] = {}
     folder = model_dir(row.spec)
@@ -239,10 +239,10 @@ def files_mb(row: Row, model) -> tuple[float | None, dict]:
     if row.precision == "int8":
         from xmodal.features.int8 import asset_path
 
-        files = [ox.effnet_int8_path(backbone), asset_path(backbone)]
+        files = [image_tower(backbone).path("int8"), asset_path(backbone)]
     else:
-        files = [ox.effnet_model_path(backbone)]
-    files.append(ox.mpnet_model_path() if text == "mpnet" else ox.minilm_model_path())
+        files = [image_tower(backbone).path("fp32")]
+    files.append(text_tower(text).path())
     for f in files:
         if not f.is_file():
             return None, {"reason": f"{f} is missing after the warm-up index"}

@@ -5,7 +5,7 @@
 The towers of the shipped models (``dual``: EfficientNet-Lite2 fp32 at 260 px with the outputs
 its heads read; ``fast``: Lite0 int8 at 224 px) run on random images in runs of 1 to 32 images,
 4 s each, on the default threads (two on this machine), two rounds; the outputs per image are
-compared with those of one run of 16. Chooses ``onnx_engine.TOWER_CHUNK``: a tower's
+compared with those of one run of 16. Chooses ``towers.TOWER_CHUNK``: a tower's
 activations for a few images stay in the CPU's caches, those of 16 or more do not.
 
 Writes ``benchmarks/results/tower_batch.json``.
@@ -36,8 +36,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=4.0)
     args = ap.parse_args()
     from xmodal.factory import load_embedding_model
-    from xmodal.features import onnx_engine
-    from xmodal.features.onnx_engine import image_precision
+    from xmodal.features import towers
+    from xmodal.features.towers import image_precision, image_tower
 
     out = {}
     for name in ("dual", "fast"):
@@ -47,18 +47,18 @@ def main() -> None:
         outputs = ["pooled", "logits"] + ["prehead"] * (model.image_top_ is not None)
         x = np.random.default_rng(0).uniform(-1, 1, (max(SIZES), 3, side, side))
         x = x.astype(np.float32)
-        chunk = onnx_engine.TOWER_CHUNK
-        onnx_engine.TOWER_CHUNK = max(SIZES)  # one run per call, whatever its size
+        chunk = towers.TOWER_CHUNK
+        towers.TOWER_CHUNK = max(SIZES)  # one run per call, whatever its size
 
         def run(batch):
-            return onnx_engine.effnet_forward(batch, outputs, bb, precision)
+            return image_tower(bb).forward(batch, outputs, precision)
 
         whole = run(x[:16])
         rates: dict[int, list[float]] = {s: [] for s in SIZES}
         for _ in range(2):
             for size in SIZES:
                 rates[size].append(round(rate(run, x, size, args.seconds), 1))
-        onnx_engine.TOWER_CHUNK = chunk
+        towers.TOWER_CHUNK = chunk
         chunked = run(x[:16])
         diff = max(float(np.abs(whole[k].astype(np.float32) - chunked[k].astype(np.float32))
                          .max()) for k in outputs)

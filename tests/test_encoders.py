@@ -88,7 +88,7 @@ def test_onnx_engine_matches_torch_on_real_photos(cache, tmp_path, monkeypatch):
     pytest.importorskip("onnxruntime")
     from xmodal.cli.demo_cmd import copy_sample_photos
     from xmodal.features import image_encoder as ie
-    from xmodal.features.onnx_engine import TOWER_CHUNK
+    from xmodal.features.towers import TOWER_CHUNK
 
     paths = copy_sample_photos(tmp_path / "real")[:-1]
     assert len(paths) > TOWER_CHUNK and len(paths) % TOWER_CHUNK  # torch: one run of them all
@@ -157,30 +157,29 @@ def test_text_encoder(cache, monkeypatch):
     np.testing.assert_allclose(T[0], T[3], atol=1e-6)
     assert T[0] @ T[1] > T[0] @ T[2] + 0.2
     # same result from a plain SentenceTransformer call (independent path, no cache)
-    ref = te.load_minilm().encode(texts[:1], normalize_embeddings=True)
+    ref = te.load_sentence_model("minilm").encode(texts[:1], normalize_embeddings=True)
     np.testing.assert_allclose(T[0], ref[0], atol=1e-5)
     # cached: the model is not called again, on either engine
-    from xmodal.features import onnx_engine
+    from xmodal.features.towers import OnnxTextTower
 
     def miss(*args):
         raise AssertionError("miss")
 
-    monkeypatch.setattr(te, "load_minilm", miss)
-    monkeypatch.setattr(onnx_engine, "minilm_forward", miss)
+    monkeypatch.setattr(te, "load_sentence_model", miss)
+    monkeypatch.setattr(OnnxTextTower, "embed", miss)
     np.testing.assert_array_equal(te.encode_texts(texts, progress=False), T[:3])
 
 
 def test_single_queries_do_not_grow_the_text_cache(cache, monkeypatch):
     from xmodal.features import text_encoder as te
-
-    from xmodal.features import onnx_engine
+    from xmodal.features.towers import OnnxTextTower
 
     te.encode_texts(["a query typed into the search box"], progress=False)
     calls = []
-    real, real_onnx = te.load_minilm, onnx_engine.minilm_forward
-    monkeypatch.setattr(te, "load_minilm", lambda: calls.append(1) or real())
-    monkeypatch.setattr(onnx_engine, "minilm_forward",
-                        lambda texts: calls.append(1) or real_onnx(texts))
+    real, real_onnx = te.load_sentence_model, OnnxTextTower.embed
+    monkeypatch.setattr(te, "load_sentence_model", lambda name: calls.append(1) or real(name))
+    monkeypatch.setattr(OnnxTextTower, "embed",
+                        lambda self, texts: calls.append(1) or real_onnx(self, texts))
     te.encode_texts(["a query typed into the search box"], progress=False)
     assert calls, "a single query must not have been written to the disk cache"
 
@@ -254,7 +253,7 @@ def test_quick_start_creates_text_sessions_without_prepacked_weights(monkeypatch
     model = tmp_path / "text.onnx"
     model.write_bytes(b"x")
     with onnx_engine.quick_start():
-        onnx_engine.text_session(model, export=None)
-    onnx_engine.text_session(model, export=None)
-    onnx_engine.text_session(model, export=None)  # the same session again: cached
+        onnx_engine.text_session(model, repair=None)
+    onnx_engine.text_session(model, repair=None)
+    onnx_engine.text_session(model, repair=None)  # the same session again: cached
     assert prepacking == ["1", "0"]

@@ -7,19 +7,16 @@ import numpy as np
 import pytest
 
 from xmodal.data.skimage_samples import photo_files
-from xmodal.features import int8, onnx_engine
+from xmodal.features import int8
 from xmodal.features.image_encoder import extract_image_features, open_image, preprocess
-from xmodal.features.onnx_engine import effnet_model_path, export_effnet, image_precision
+from xmodal.features.towers import image_precision, image_tower
 
 BACKBONE = "lite0"
 
 
 @pytest.fixture(scope="module")
 def fp32_export():
-    path = effnet_model_path(BACKBONE)
-    if not path.is_file():
-        export_effnet(path, BACKBONE)
-    return path
+    return image_tower(BACKBONE).prepare("fp32")
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,37 @@
-"""Sentence towers exported with their weights in an external data file (what MPNet ships as):
-the same numbers as the self-contained export, from a small graph file beside the weights."""
+"""The ONNX towers: one class per modality driven by spec records, files written once by
+``xmodal prepare`` (graph, tokenizer, manifest) and found without the export extra, or a clear
+error naming the command to run."""
+
+import json
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 
-from xmodal.features import onnx_engine
-from xmodal.features.weights import load_minilm
+from xmodal.errors import XmodalError
+from xmodal.features import onnx_export, towers
+from xmodal.features.tower_specs import IMAGE_TOWERS, TEXT_TOWERS, text_tower_spec
+from xmodal.features.weights import load_minilm, minilm_dir
+
+TEXTS = ["a dog runs on the beach", "two people ride bicycles past a red wall", "",
+         "Émile's café: naïve 🐶 DOG!", "word " * 400]
 
 
-def _embed(path, texts):
-    tok = onnx_engine.minilm_tokenizer()
+@pytest.fixture()
+def models(tmp_path, monkeypatch):
+    """An empty models folder (the ONNX files go to its onnx/ folder)."""
+    monkeypatch.setenv("XMODAL_MODELS", str(tmp_path / "models"))
+    return tmp_path / "models"
+
+
+def _reference_minilm(path, texts):
+    """MiniLM as the code before the tower classes ran it: the package's own tokenizer.json
+    (truncation at 256, [PAD] padding) and three hand-built inputs."""
+    from tokenizers import Tokenizer
+
+    tok = Tokenizer.from_file(str(minilm_dir() / "tokenizer.json"))
+    tok.enable_truncation(max_length=256)
+    tok.enable_padding(pad_id=tok.token_to_id("[PAD]"), pad_token="[PAD]")
     enc = tok.encode_batch(texts)
     feeds = {"input_ids": np.array([e.ids for e in enc]),
              "attention_mask": np.array([e.attention_mask for e in enc]),
@@ -20,12 +42,82 @@ def _embed(path, texts):
 
 def test_external_weights_give_the_same_embeddings(tmp_path):
     bert = load_minilm()[0].auto_model.eval()
-    inline = onnx_engine.export_sentence(tmp_path / "inline.onnx", bert, token_types=True)
-    external = onnx_engine.export_sentence(tmp_path / "ext.onnx", bert, token_types=True,
-                                           external=True)
+    inputs = text_tower_spec("minilm").inputs
+    inline = onnx_export.export_sentence(tmp_path / "inline.onnx", bert, inputs)
+    external = onnx_export.export_sentence(tmp_path / "ext.onnx", bert, inputs, external=True)
     data = tmp_path / "ext.onnx.data"
     assert data.is_file() and data.stat().st_size > 50_000_000
     assert external.stat().st_size < 1_000_000 < inline.stat().st_size
     assert not list(tmp_path.glob("*.tmp"))
-    texts = ["a dog runs on the beach", "two people ride bicycles past a red wall"]
-    np.testing.assert_allclose(_embed(external, texts), _embed(inline, texts), atol=1e-6)
+    np.testing.assert_allclose(_reference_minilm(external, TEXTS[:2]),
+                               _reference_minilm(inline, TEXTS[:2]), atol=1e-6)
+
+
+def test_the_text_tower_class_equals_the_hand_built_reference(models):
+    """The spec-driven tower (its saved tokenizer, its inputs) gives the embeddings of the
+    hand-built path to 1e-5, and writes graph, tokenizer and manifest into the models folder."""
+    tower = towers.OnnxTextTower(text_tower_spec("minilm"))
+    got = tower.embed(TEXTS)
+    assert got.shape == (len(TEXTS), 384)
+    np.testing.assert_allclose(got, _reference_minilm(tower.path(), TEXTS), atol=1e-5)
+    names = sorted(p.name for p in (models / "onnx").iterdir())
+    assert names == ["minilm_l6_v2_v1.json", "minilm_l6_v2_v1.onnx",
+                     "minilm_l6_v2_v1.tokenizer.json"]
+
+
+def test_a_core_install_finds_prepared_files_or_names_the_command(models, monkeypatch):
+    """Without the weights and the export extra (simulated), a prepared tower runs from its
+    files alone; an unprepared one is an XmodalError naming `xmodal prepare` and the extra."""
+    prepared = towers.OnnxTextTower(text_tower_spec("minilm"))
+    expected = prepared.embed(TEXTS[:2])
+    monkeypatch.setattr(onnx_export, "missing_export_modules", lambda text=False: ["torch"])
+    monkeypatch.setattr("xmodal.features.weights.source_files", lambda tower: None)
+    core = towers.OnnxTextTower(text_tower_spec("minilm"))
+    np.testing.assert_allclose(core.embed(TEXTS[:2]), expected, atol=1e-6)
+    with pytest.raises(XmodalError, match=r"xmodal prepare.*xmodal\[export\]"):
+        towers.OnnxImageTower(IMAGE_TOWERS["lite1"]).forward(np.zeros((1, 3, 240, 240)))
+
+
+def test_a_stale_export_is_written_again(models, monkeypatch):
+    tower = towers.OnnxTextTower(text_tower_spec("minilm"))
+    written = []
+
+    def write(path):
+        written.append(path)
+        path.write_bytes(b"onnx")
+        return []
+
+    monkeypatch.setattr(tower, "_write", write)
+    monkeypatch.setattr(tower, "source_digest", lambda: "weights-1")
+    tower.prepare()
+    towers.OnnxTextTower.prepare(tower)
+    assert len(written) == 1
+    assert json.loads(tower.manifest(tower.path()).read_text())["source"] == "weights-1"
+    tower._fresh.clear()  # a new process, after the weights package was upgraded
+    monkeypatch.setattr(tower, "source_digest", lambda: "weights-2")
+    tower.prepare()
+    assert len(written) == 2
+
+
+def test_prepare_deletes_the_copies_of_earlier_versions(models, monkeypatch, tmp_path):
+    monkeypatch.setenv("XMODAL_CACHE", str(tmp_path / "cache"))
+    old = [tmp_path / "cache" / "onnx" / "effnet_lite2_v2_0123456789ab.onnx",
+           tmp_path / "cache" / "onnx" / "effnet_lite0_v2_int8_0123456789ab_ba9876543210.onnx",
+           models / "onnx" / "mpnet_base_v2_v2_0123456789ab.onnx",
+           models / "onnx" / "mpnet_base_v2_v2_0123456789ab.onnx.data",
+           models / "all-mpnet-base-v2" / "model.safetensors"]
+    kept = [models / "onnx" / "mpnet_base_v2_v2.onnx", models / "onnx" / "effnet_lite0_v2_int8.onnx"]
+    for f in old + kept:
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_bytes(b"x")
+    towers.remove_legacy_copies()
+    assert [f for f in old if f.exists()] == [] and all(f.exists() for f in kept)
+    assert not (models / "all-mpnet-base-v2").exists()
+
+
+def test_every_tower_spec_names_what_its_export_needs():
+    for spec in TEXT_TOWERS.values():
+        assert spec.inputs[:2] == ("input_ids", "attention_mask") and spec.pooling == "mean"
+        assert spec.stem.endswith(spec.export_version) and "pip install" in spec.install
+    for spec in IMAGE_TOWERS.values():
+        assert spec.outputs[:2] == ("pooled", "logits") and spec.stem.endswith("_v2")

@@ -455,16 +455,18 @@ def test_indexing_prepares_the_query_encoder(tmp_path):
 
 
 def test_prepare_text_encoder_exports_only_a_missing_file(tmp_path, monkeypatch):
-    from xmodal.features import onnx_engine
+    from xmodal.features import onnx_engine, towers
 
-    target = tmp_path / "mpnet.onnx"
+    monkeypatch.setenv("XMODAL_MODELS", str(tmp_path))
+    tower = towers.OnnxTextTower(towers.text_tower_spec("mpnet"))
+    target = tower.path()
     calls = []
+    monkeypatch.setattr(towers, "text_tower", lambda name: tower)
     monkeypatch.setattr(onnx_engine, "engine", lambda: "onnx")
-    monkeypatch.setattr(onnx_engine, "mpnet_model_path", lambda: target)
-    monkeypatch.setattr(onnx_engine, "export_mpnet",
-                        lambda p: calls.append(p) or p.write_bytes(b"onnx"))
-    assert onnx_engine.prepare_text_encoder("mpnet") and calls == [target]
-    assert not onnx_engine.prepare_text_encoder("mpnet") and calls == [target]
+    monkeypatch.setattr(tower, "source_digest", lambda: "weights")
+    monkeypatch.setattr(tower, "_write", lambda p: [calls.append(p), p.write_bytes(b"x")][:0])
+    assert towers.prepare_text_encoder("mpnet") and calls == [target]
+    assert not towers.prepare_text_encoder("mpnet") and calls == [target]
     monkeypatch.setattr(onnx_engine, "engine", lambda: "torch")
     target.unlink()
-    assert not onnx_engine.prepare_text_encoder("mpnet") and len(calls) == 1
+    assert not towers.prepare_text_encoder("mpnet") and len(calls) == 1

@@ -133,10 +133,12 @@ def _forward(batch: np.ndarray, outputs, backbone: str | None = None,
              precision: str = "fp32") -> dict[str, np.ndarray]:
     """The named trunk outputs of a preprocessed batch, on the configured engine
     (:func:`xmodal.features.onnx_engine.engine`: ONNX Runtime by default, or torch)."""
-    from xmodal.features.onnx_engine import effnet_forward, engine
+    from xmodal.features.onnx_engine import engine
 
     if engine() == "onnx":
-        return effnet_forward(batch, outputs, backbone, precision)
+        from xmodal.features.towers import image_tower
+
+        return image_tower(backbone).forward(batch, outputs, precision)
     import torch
 
     model = load_efficientnet(backbone)
@@ -167,7 +169,7 @@ def extract_image_features(
     ``backbone``: ``lite0`` (default), ``lite1`` or ``lite2`` (see :data:`BACKBONES`).
     ``maps`` / ``prehead`` also return the last feature map / the activations below the head
     conv (what a tuned top, :mod:`xmodal.models.image_top`, reads). ``precision`` "int8" runs
-    the int8 tower (ONNX Runtime only; see :func:`xmodal.features.onnx_engine.image_precision`).
+    the int8 tower (ONNX Runtime only; see :func:`xmodal.features.towers.image_precision`).
     """
     from xmodal.progress import progress_bar
 

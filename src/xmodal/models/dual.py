@@ -209,7 +209,7 @@ class DualEncoder:
         ``cache=False`` skips the feature cache (the photo index is its own cache).
         """
         from xmodal.features.image_encoder import extract_image_features
-        from xmodal.features.onnx_engine import image_precision
+        from xmodal.features.towers import image_precision
 
         images = list(images)
         if not images:
@@ -226,7 +226,7 @@ class DualEncoder:
 
     def prepare_queries(self) -> bool:
         """Make the sentence encoder ready (its ONNX export) before the first query needs it."""
-        from xmodal.features.onnx_engine import prepare_text_encoder
+        from xmodal.features.towers import prepare_text_encoder
 
         return prepare_text_encoder(self.text_encoder)
 

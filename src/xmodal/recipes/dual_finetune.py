@@ -50,7 +50,7 @@ def prehead_activations(paths: list, name: str, flip: bool = False, backbone: st
     from tqdm.auto import tqdm
 
     from xmodal.features.image_encoder import get_backbone, open_image, preprocess
-    from xmodal.features.onnx_engine import effnet_forward
+    from xmodal.features.towers import image_tower
 
     b = get_backbone(backbone)
     root = cache_root()
@@ -74,7 +74,7 @@ def prehead_activations(paths: list, name: str, flip: bool = False, backbone: st
             pre, logits = _open(stem, n, cells, b.prehead_channels, mode)
         x = np.stack([preprocess(open_image(p), flip=flip, size=b.image_size)
                       for p in paths[start : start + batch]])
-        got = effnet_forward(x, ("prehead", "logits"), b.name)
+        got = image_tower(b.name).forward(x, ("prehead", "logits"))
         pre[start : start + len(x)] = got["prehead"]
         logits[start : start + len(x)] = got["logits"]
         if (start // batch) % 20 == 0 or start + batch >= n:
