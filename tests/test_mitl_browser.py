@@ -99,6 +99,15 @@ def new_page(browser):
     assert not errors, f"uncaught errors in the page: {errors}"
 
 
+def _link(campaign, name: str, page: str | None = None) -> str:
+    """A fresh one-time sign-in link for the worker (as 'xmodal mitl workers link' gives)."""
+    from xmodal.mitl.blind import make_signin_code
+
+    with _db(campaign) as c:
+        code, page = make_signin_code(c, name, page)
+    return f"{campaign['url']}/{page}?code={code}"
+
+
 def _db(campaign):
     from xmodal.mitl.store import Campaign
 
@@ -146,7 +155,7 @@ def _right(kind: str, default: int) -> int:
 
 def test_worker_judges_a_hit_by_keyboard_resumes_after_reload_and_submits(campaign, new_page):
     page = new_page()
-    page.goto(campaign["url"] + "/judge?token=" + campaign["tokens"]["alice"])
+    page.goto(_link(campaign, "alice"))
     _wait_pair(page, 1, 6)
     assert page.url == campaign["url"] + "/judge"  # exchanged for a cookie, a clean address
     assert "HIT 1 of" in page.inner_text("#progress-text")  # numbered per worker
@@ -218,7 +227,7 @@ def test_worker_judges_a_hit_by_keyboard_resumes_after_reload_and_submits(campai
 
 def test_a_wrong_gold_answer_goes_to_review_and_is_rejected(campaign, new_page):
     page = new_page(width=600, height=900)  # narrow: image above the caption
-    page.goto(campaign["url"] + "/judge?token=" + campaign["tokens"]["bob"])
+    page.goto(_link(campaign, "bob"))
     _wait_pair(page, 1, 6)
     box_img = page.locator("#pair-image").bounding_box()
     box_cap = page.locator("#caption").bounding_box()
@@ -243,7 +252,7 @@ def test_a_wrong_gold_answer_goes_to_review_and_is_rejected(campaign, new_page):
         assert c.q("SELECT status FROM assignments WHERE id = ?", (aid,)) == [("review",)]
 
     rev = new_page()
-    rev.goto(campaign["url"] + "/review?token=" + campaign["tokens"]["rev"])
+    rev.goto(_link(campaign, "rev"))
     entry = rev.locator(f".review-entry[data-assignment='{aid}']")
     entry.wait_for()
     assert "token=" not in rev.url
@@ -304,12 +313,24 @@ def test_a_missing_or_wrong_token_shows_an_error_and_writes_nothing(campaign, ne
     assert page.is_visible("#token-form") and page.is_hidden("#judge")
     assert page.evaluate("localStorage.length") == 0  # a refused token is not kept
 
-    page.goto(campaign["url"] + "/judge?token=wrong")
-    page.wait_for_function("document.querySelector('#message').textContent.includes('unknown')")
+    page.goto(campaign["url"] + "/judge?token=wrong")  # a token in an address: no sign-in
+    page.wait_for_function("document.querySelector('#message').textContent.includes("
+                           "'does not sign in')")
     assert page.is_visible("#token-form") and "token=" not in page.url
+    used = _link(campaign, "rev")  # the review page writes nothing
+    page.goto(used)
+    page.wait_for_selector("#review:not([hidden])")
+    fresh = page.context.browser.new_context()  # another browser: the link was burned
+    other = fresh.new_page()
+    other.goto(used)
+    other.wait_for_function("document.querySelector('#message').textContent.includes("
+                            "'used already')")
+    assert other.is_visible("#token-form") and "code=" not in other.url
+    fresh.close()
     page.screenshot(path=str(ARTIFACTS / "web-judge-token.png"))
 
-    page.goto(campaign["url"] + "/review?token=" + campaign["tokens"]["alice"])  # not a reviewer
+    page.context.clear_cookies()
+    page.goto(_link(campaign, "alice", "review"))  # not a reviewer
     page.wait_for_function("document.querySelector('#message').textContent.includes('reviewer')")
     assert page.is_visible("#token-form") and page.is_hidden("#review")
     assert _snapshot(campaign) == before
@@ -318,9 +339,9 @@ def test_a_missing_or_wrong_token_shows_an_error_and_writes_nothing(campaign, ne
 
 def test_a_phone_shows_the_pair_and_all_four_answers_and_one_tap_goes_on(campaign, new_page):
     with _db(campaign) as c:
-        token = c.add_worker("phone")
+        c.add_worker("phone")
     page = new_page(width=390, height=844)
-    page.goto(campaign["url"] + "/judge?token=" + token)
+    page.goto(_link(campaign, "phone"))
     _wait_pair(page, 1, 6)
     page.wait_for_function("document.querySelector('#pair-image').naturalWidth > 0")
     assert page.evaluate("window.scrollY") == 0
@@ -350,9 +371,9 @@ def test_instructions_show_an_example_for_each_answer(campaign, new_page):
 
 def test_two_tabs_of_one_worker_get_changed_in_another_tab_and_merge(campaign, new_page):
     with _db(campaign) as c:
-        token = c.add_worker("twotabs")
+        c.add_worker("twotabs")
     one = new_page()
-    one.goto(campaign["url"] + "/judge?token=" + token)
+    one.goto(_link(campaign, "twotabs"))
     _wait_pair(one, 1, 6)
     two = one.context.new_page()  # the same browser: the same session cookie
     two.goto(campaign["url"] + "/judge")
@@ -380,9 +401,9 @@ def test_two_tabs_of_one_worker_get_changed_in_another_tab_and_merge(campaign, n
 
 def test_a_too_long_reason_is_refused_not_cut(campaign, new_page):
     with _db(campaign) as c:
-        token = c.add_worker("wordy")
+        c.add_worker("wordy")
     page = new_page()
-    page.goto(campaign["url"] + "/judge?token=" + token)
+    page.goto(_link(campaign, "wordy"))
     _wait_pair(page, 1, 6)
     page.fill("#reason", "x" * 2001)
     page.wait_for_selector("#reason-error:not([hidden])")
@@ -405,11 +426,11 @@ def test_review_wraps_long_words(campaign, new_page):
                    for p in roles}
         assert c.submit(aid, worker, answers) == "review"
     rev = new_page(width=1100)
-    rev.goto(campaign["url"] + "/review?token=" + campaign["tokens"]["rev"])
+    rev.goto(_link(campaign, "rev"))
     rev.locator(f".review-entry[data-assignment='{aid}']").wait_for()
     assert rev.evaluate("document.documentElement.scrollWidth") <= 1100
     phone = new_page(width=390, height=844)
-    phone.goto(campaign["url"] + "/review?token=" + campaign["tokens"]["rev"])
+    phone.goto(_link(campaign, "rev"))
     phone.locator(f".review-entry[data-assignment='{aid}']").wait_for()
     assert phone.evaluate("document.documentElement.scrollWidth") <= 390
 
@@ -417,14 +438,14 @@ def test_review_wraps_long_words(campaign, new_page):
 def test_no_hits_left_says_thank_you(campaign, new_page):
     """Runs last: two more workers take every free slot, so a new worker gets no HIT."""
     with _db(campaign) as c:
-        token = c.add_worker("late")
+        c.add_worker("late")
         for name in ("filler1", "filler2"):
             worker = c.worker_for(c.add_worker(name))
             while c.next_assignment(worker) is not None:
                 c.q("UPDATE assignments SET status = 'accepted' WHERE worker_id = ? AND "
                     "status = 'active'", (worker.id,))
     page = new_page()
-    page.goto(campaign["url"] + "/judge?token=" + token)
+    page.goto(_link(campaign, "late"))
     page.wait_for_selector("#done:not([hidden])")
     assert "No HITs left" in page.inner_text("#done")
     assert page.is_hidden("#judge") and page.is_hidden("#message")

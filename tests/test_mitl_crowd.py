@@ -240,6 +240,9 @@ def test_prolific_export_gives_the_study_link_and_a_completion_code(tmp_path):
     c.close()
     r = _cli("mitl", "crowd", "export", c.path, tmp_path / "p", "--platform", "prolific",
              "--public-url", "https://judge.example.org")
+    assert isinstance(r.exception, XmodalError) and "--study-id" in str(r.exception)
+    r = _cli("mitl", "crowd", "export", c.path, tmp_path / "p", "--platform", "prolific",
+             "--public-url", "https://judge.example.org", "--study-id", "st1")
     assert r.exit_code == 0, r.output
     info = json.loads(r.stdout)
     assert info["study_url"] == ("https://judge.example.org/prolific?PROLIFIC_PID="
@@ -247,7 +250,7 @@ def test_prolific_export_gives_the_study_link_and_a_completion_code(tmp_path):
                                  "{{%SESSION_ID%}}")
     assert re.fullmatch(r"[0-9A-F]{8}", info["completion_code"])
     again = json.loads(_cli("mitl", "crowd", "export", c.path, tmp_path / "p", "--platform",
-                            "prolific").stdout)
+                            "prolific").stdout)  # the study id is kept
     assert again["completion_code"] == info["completion_code"]  # stable
 
 
@@ -274,26 +277,36 @@ def test_prolific_link_registers_the_participant_and_ends_on_the_completion_code
 
     c, _ = build_campaign(tmp_path)
     info = json.loads(_cli("mitl", "crowd", "export", c.path, tmp_path / "p", "--platform",
-                           "prolific").stdout)
+                           "prolific", "--study-id", "s1").stdout)
     app = create_app(tmp_path / "none.db", reports_dir=tmp_path, thumbnail_dir=tmp_path / "t",
                      campaign=c.path)
     with TestClient(app) as client:
         r = client.get("/prolific?PROLIFIC_PID=5f1a2b3c4d&STUDY_ID=s1&SESSION_ID=x9")
         assert r.status_code == 200
-        token = re.search(r'href="/judge\?token=([^"]+)"', r.text).group(1)
-        assert client.get("/prolific/done?PROLIFIC_PID=5f1a2b3c4d").status_code == 409
-        w = c.worker_for(token)
-        assert w is not None and w.name == "prolific:5f1a2b3c4d"
+        assert 'href="/judge"' in r.text and "token" not in r.text  # signed in by the cookie
+        assert client.get("/prolific/done").status_code == 409
+        me = client.get("/api/mitl/me").json()
+        assert me["name"] == "prolific:5f1a2b3c4d"
+        (wid,), = c.q("SELECT worker_id FROM external_workers WHERE external_id = '5f1a2b3c4d'")
+        from xmodal.mitl.store import Worker
+
+        w = Worker(wid, me["name"], "worker")
         aid = c.next_assignment(w)
         c.submit(aid, w, gold_answers(c, c.assignment(aid, w)))
-        r = client.get("/prolific/done?PROLIFIC_PID=5f1a2b3c4d")
+        r = client.get("/prolific/done")
         assert r.status_code == 200 and info["completion_code"] in r.text
         assert f"submissions/complete?cc={info['completion_code']}" in r.text
-        # coming back registers no second worker; the old link stops working
+        # coming back registers no second worker and ends no session
         r = client.get("/prolific?PROLIFIC_PID=5f1a2b3c4d&STUDY_ID=s1&SESSION_ID=x9")
-        assert c.worker_for(token) is None
+        assert r.status_code == 200 and client.get("/api/mitl/me").status_code == 200
         assert c.q("SELECT COUNT(*) FROM external_workers WHERE platform = 'prolific'")[0][0] == 1
-        assert client.get("/prolific?PROLIFIC_PID=<x>").status_code == 400
+        assert TestClient(app).get("/prolific?PROLIFIC_PID=<x>&STUDY_ID=s1&SESSION_ID=x"
+                                   ).status_code == 400
+        # another study's link, or none: refused
+        assert TestClient(app).get("/prolific?PROLIFIC_PID=6a&STUDY_ID=other&SESSION_ID=y"
+                                   ).status_code == 409
+        # the code goes to the participant's browser only, not to whoever knows the PID
+        assert TestClient(app).get("/prolific/done?PROLIFIC_PID=5f1a2b3c4d").status_code == 401
 
 
 @pytest.mark.browser
@@ -308,7 +321,7 @@ def test_prolific_study_link_to_completion_code_in_chromium(tmp_path):
 
     c, _ = build_campaign(tmp_path)
     info = json.loads(_cli("mitl", "crowd", "export", c.path, tmp_path / "p", "--platform",
-                           "prolific").stdout)
+                           "prolific", "--study-id", "st1").stdout)
     app = create_app(tmp_path / "none.db", reports_dir=tmp_path, thumbnail_dir=tmp_path / "t",
                      campaign=c.path)
     with live_server(app) as url, chromium() as browser:

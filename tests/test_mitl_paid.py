@@ -397,3 +397,101 @@ def test_label_studio_import_is_by_task_and_reports_what_it_dropped(tmp_path):
     again = json.loads(_cli("mitl", "crowd", "import", c.path, path).stdout)
     assert again["judgments"] == 0
     assert len(again["dropped"]["already_imported"]) == got["judgments"]
+
+
+# ----- 4 and 8. Prolific: one identity per person, no code after a failed entry test -----------
+def _answer_all(client, c, wrong=False):
+    """The browser takes its next HIT (or the entry test) and submits it: check pairs right (or
+    wrong), the rest '2'. Returns the /next payload."""
+    from xmodal.mitl.blind import id_map
+
+    got = client.post("/api/mitl/next").json()
+    if got["assignment"] is None:
+        return got
+    roles = dict(c.q("SELECT hi.pair_id, hi.role FROM hit_items hi JOIN assignments a ON "
+                     "a.hit_id = hi.hit_id WHERE a.id = ?", (got["assignment"],)))
+    right = {"gold_pos": 1, "gold_neg": 4}
+    answers = {}
+    for item, pair in id_map(c, got["assignment"]).items():
+        role = roles[pair]
+        answers[item] = {"answer": (5 - right[role] if wrong else right[role])
+                         if role in right else 2}
+    r = client.post(f"/api/mitl/assignments/{got['assignment']}/submit",
+                    json={"answers": answers})
+    assert r.status_code == 200, r.text
+    return got
+
+
+def test_a_simulated_paid_study_gives_one_identity_per_person(tmp_path):
+    """Four participants through Prolific-style links; one of them tries three invented PIDs
+    from their browser, a stranger tries a participant's PID, one participant fails the entry
+    test: four identities, no session rotated, no completion code for the failure."""
+    c, _ = build_campaign(tmp_path, qualify=6)
+    info = json.loads(_cli("mitl", "crowd", "export", c.path, tmp_path / "p", "--platform",
+                           "prolific", "--study-id", "65f0aa").stdout)
+    app = _app(c, tmp_path)
+    link = "/prolific?PROLIFIC_PID={}&STUDY_ID=65f0aa&SESSION_ID={}"
+    with TestClient(app) as stranger:
+        people = {}
+        for n in range(1, 5):
+            browser = TestClient(app)
+            r = browser.get(link.format(f"60b{n}", f"s{n}"))
+            assert r.status_code == 200, r.text
+            people[n] = browser
+        # participant 2 edits the address: three invented PIDs, each refused
+        for fake in ("60bfake1", "60bfake2", "60bfake3"):
+            r = people[2].get(link.format(fake, "s2"))
+            assert r.status_code == 409 and "another participant" in r.text
+            r = people[2].get(link.format(fake, "sX"))
+            assert r.status_code == 409
+        # a stranger with participant 1's PID: refused, and participant 1 stays signed in
+        r = stranger.get(link.format("60b1", "stolen"))
+        assert r.status_code == 409 and "another session" in r.text
+        assert people[1].get("/api/mitl/me").json()["name"] == "prolific:60b1"
+        # the entry test: 1-3 pass, 4 fails
+        for n, browser in people.items():
+            got = _answer_all(browser, c, wrong=n == 4)
+            assert got["entry_test"]["pass_mark"] == 0.8
+        for n in (1, 2, 3):
+            assert _answer_all(people[n], c)["number"] == 1  # a real HIT
+            r = people[n].get("/prolific/done")
+            assert r.status_code == 200 and info["completion_code"] in r.text
+        assert people[4].post("/api/mitl/next").json()["entry_test_failed"] is True
+        r = people[4].get("/prolific/done")
+        assert r.status_code == 403 and info["completion_code"] not in r.text
+        assert "did not pass the entry test" in r.text
+        assert stranger.get("/prolific/done").status_code == 401
+    assert sorted(x for (x,) in c.q("SELECT external_id FROM external_workers")) == [
+        "60b1", "60b2", "60b3", "60b4"]
+    assert c.q("SELECT COUNT(*) FROM workers")[0][0] == 4
+
+
+def test_prolific_submissions_screen_out_participants_prolific_does_not_know(tmp_path):
+    """The documented duplicate screen: Prolific's submissions export lists who really took
+    part; a PID not in it (invented in a fresh browser) or returned has its HITs rejected."""
+    c, _ = build_campaign(tmp_path)
+    _cli("mitl", "crowd", "export", c.path, tmp_path / "p", "--platform", "prolific",
+         "--study-id", "65f0aa")
+    app = _app(c, tmp_path)
+    with TestClient(app):
+        for pid in ("60b1", "60b2", "invented"):
+            browser = TestClient(app)
+            assert browser.get(f"/prolific?PROLIFIC_PID={pid}&STUDY_ID=65f0aa&SESSION_ID=s"
+                               f"{pid}").status_code == 200
+            _answer_all(browser, c)
+    export = tmp_path / "prolific_export_65f0aa.csv"
+    export.write_text("Submission id,Participant id,Status,Started at\n"
+                      "a1,60b1,APPROVED,2026-11-28\na2,60b2,RETURNED,2026-11-28\n")
+    c.close()
+    r = _cli("mitl", "crowd", "import", c.path, export, "--platform", "prolific")
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    assert got["screened_out"] == [
+        {"participant": "60b2", "why": "returned on Prolific", "hits_rejected": 1},
+        {"participant": "invented", "why": "not a participant of the study on Prolific",
+         "hits_rejected": 1}]
+    with Campaign(c.path) as cc:
+        assert dict(cc.q("SELECT w.name, a.status FROM assignments a JOIN workers w ON "
+                         "w.id = a.worker_id")) == {"prolific:60b1": "accepted",
+                                                    "prolific:60b2": "rejected",
+                                                    "prolific:invented": "rejected"}

@@ -203,10 +203,15 @@ def workers_add(
     """
     from xmodal.mitl.store import Campaign
 
+    from xmodal.mitl.blind import make_signin_code
+
     with Campaign(campaign) as c:
         token = c.add_worker(name, "reviewer" if reviewer else "worker")
-    console.print(f"{'reviewer' if reviewer else 'worker'} {name!r} added; their page: "
-                  f"/{'review' if reviewer else 'judge'}?token={token}")
+        code, page = make_signin_code(c, name)
+    console.print(f"{'reviewer' if reviewer else 'worker'} {name!r} added. Send them the "
+                  f"sign-in link /{page}?code={code} (it signs one browser in, once; a new one: "
+                  f"'xmodal mitl workers link {campaign} {name}') and the token below (typed "
+                  "into the page it signs in any browser; scripts send it as X-Worker-Token)")
     typer.echo(token)
 
 
@@ -219,12 +224,37 @@ def workers_reissue(campaign: Path = CAMPAIGN,
     """
     from xmodal.mitl.store import Campaign
 
+    from xmodal.mitl.blind import make_signin_code
+
     with Campaign(campaign) as c:
         token = c.reissue_token(name)
-        role = next(w["role"] for w in c.workers() if w["name"] == name)
-    console.print(f"new token for {name!r}; their page: "
-                  f"/{'review' if role == 'reviewer' else 'judge'}?token={token}")
+        code, page = make_signin_code(c, name)
+    console.print(f"new token for {name!r}; their sign-in link: /{page}?code={code}")
     typer.echo(token)
+
+
+@workers_app.command("link")
+def workers_link(campaign: Path = CAMPAIGN,
+                 name: str = typer.Argument(..., help="the worker's name"),
+                 as_json: bool = typer.Option(False, "--json")) -> None:
+    """A new one-time sign-in link for a worker (/judge?code=…, /review?code=… for a
+    reviewer): it signs one browser in and is burned, so the address the browser keeps in its
+    history opens nothing. Valid 14 days; the worker's token is unchanged.
+
+    Example: xmodal mitl workers link flickr.db alice
+    """
+    from xmodal.mitl.blind import SIGNIN_TTL_S, make_signin_code
+    from xmodal.mitl.store import Campaign
+
+    with Campaign(campaign) as c:
+        code, page = make_signin_code(c, name)
+    link = f"/{page}?code={code}"
+    if as_json:
+        _echo_json({"worker": name, "link": link, "valid_days": SIGNIN_TTL_S // 86400})
+        return
+    console.print(f"sign-in link for {name!r} (once, 14 days; put the server's address before "
+                  "it):")
+    typer.echo(link)
 
 
 @workers_app.command("revoke")
@@ -480,6 +510,9 @@ def crowd_export(
                                          "will be served (e.g. https://example.org/hits/images)"),
     public_url: str | None = typer.Option(None, "--public-url", help="for prolific: the public "
                                           "URL of 'xmodal serve --campaign'"),
+    study_id: str | None = typer.Option(None, "--study-id", help="for prolific: the study's "
+                                        "STUDY_ID (only its links sign in; kept for later "
+                                        "exports)"),
     predictions: bool = typer.Option(False, "--predictions/--no-predictions", help="label-studio: "
                                      "give every task (check pairs too) one prediction per "
                                      "machine annotator, with its real score (off by default: "
@@ -498,22 +531,31 @@ def crowd_export(
     from xmodal.mitl.store import Campaign
 
     with Campaign(campaign) as c:
-        _echo_json(export(c, platform, out, image_url, public_url, predictions))
+        _echo_json(export(c, platform, out, image_url, public_url, predictions, study_id))
 
 
 @crowd_app.command("import")
 def crowd_import(
     campaign: Path = CAMPAIGN,
-    results: Path = typer.Argument(..., help="MTurk batch results CSV or Label Studio JSON "
-                                   "export"),
-    platform: str | None = typer.Option(None, "--platform", help="mturk or label-studio "
-                                        "(default: by the file's extension)"),
+    results: Path = typer.Argument(..., help="MTurk batch results CSV, Label Studio JSON "
+                                   "export, or Prolific submissions CSV (--platform prolific)"),
+    platform: str | None = typer.Option(None, "--platform", help="mturk, label-studio or "
+                                        "prolific (default: mturk for .csv, label-studio for "
+                                        ".json)"),
 ) -> None:
-    """Import a platform's results: one assignment per worker and HIT (a wrong check pair sends
-    it to review); importing the same file again adds nothing. For MTurk, writes
-    RESULTS.decisions.csv (Approve / Reject) to upload back.
+    """Import a platform's results; importing the same file again adds nothing. MTurk: the
+    whole batch file or nothing, one assignment per row, and RESULTS.decisions.csv (Approve /
+    Reject) to upload back. Label Studio: by task, each annotation one judgment, with a report
+    of what was dropped. Prolific: the study's submissions export screens out participants who
+    are not in it (or returned, timed out, were rejected).
 
-    Example: xmodal mitl crowd import flickr.db Batch_123_batch_results.csv
+    Examples:
+
+      xmodal mitl crowd import flickr.db Batch_123_batch_results.csv
+
+      xmodal mitl crowd import flickr.db project-1-at-2026-11-28.json
+
+      xmodal mitl crowd import flickr.db prolific_export_6f1a.csv --platform prolific
     """
     from xmodal.mitl.crowd import import_results
     from xmodal.mitl.store import Campaign

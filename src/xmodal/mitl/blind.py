@@ -15,15 +15,17 @@ every session made from it.
 from __future__ import annotations
 
 import hashlib
-import math
 import hmac
+import json
+import math
 import secrets
+import time
 import weakref
 from typing import Any
 
 from xmodal.errors import XmodalError
-from xmodal.mitl.store import (LIVE, Campaign, CampaignConflict, Worker, entry_test,
-                                qualification_gate)
+from xmodal.mitl.store import (LIVE, REVOKED, Campaign, CampaignConflict, Worker,
+                                entry_test, qualification_gate)
 
 SECRET_KEY = "server_secret"
 ID_CHARS = 16
@@ -123,6 +125,55 @@ def session_worker(campaign: Campaign, value: str | None, page: str) -> Worker |
         return None
     expected = _session_mac(campaign, row[0][0], row[0][3], page)
     return Worker(*row[0][:3]) if hmac.compare_digest(mac, expected) else None
+
+
+# ----- one-time sign-in links --------------------------------------------------------------
+SIGNIN_PREFIX = "signin:"
+SIGNIN_TTL_S = 14 * 24 * 3600
+
+
+def make_signin_code(campaign: Campaign, name: str, page: str | None = None) -> tuple[str, str]:
+    """A one-time sign-in code for worker ``name`` and the page it opens (``judge``, or
+    ``review`` for a reviewer): ``/PAGE?code=CODE`` signs a browser in once and is then burned,
+    so the address a browser keeps in its history opens nothing. Only the code's hash is kept
+    (``meta``); it lasts 14 days. Returns (code, page)."""
+    row = campaign.q("SELECT id, role FROM workers WHERE name = ?", (name,))
+    if not row:
+        known = ", ".join(w["name"] for w in campaign.workers()) or "none"
+        raise XmodalError(f"no worker named {name!r} in {campaign.path} (workers: {known})")
+    wid, role = row[0]
+    page = page or ("review" if role == "reviewer" else "judge")
+    if page not in ("judge", "review"):
+        raise XmodalError(f"page must be 'judge' or 'review', not {page!r}")
+    code = secrets.token_urlsafe(18)
+    digest = hashlib.sha256(code.encode()).hexdigest()
+    with campaign.write() as c:
+        c.execute("DELETE FROM meta WHERE key LIKE ? AND json_extract(value, '$.until') < ?",
+                  (SIGNIN_PREFIX + "%", time.time()))
+        campaign.set_meta(c, SIGNIN_PREFIX + digest, {"worker": wid, "page": page,
+                                                      "until": time.time() + SIGNIN_TTL_S})
+    return code, page
+
+
+def redeem_signin_code(campaign: Campaign, code: str, page: str) -> Worker | None:
+    """The worker of a one-time sign-in code for ``page``, burning it (one transaction: two
+    browsers opening the same link, only one signs in); None for an unknown, used or expired
+    code."""
+    digest = hashlib.sha256(code.strip().encode()).hexdigest()
+    with campaign.write() as c:
+        row = c.execute("SELECT value FROM meta WHERE key = ?",
+                        (SIGNIN_PREFIX + digest,)).fetchone()
+        if row is None:
+            return None
+        c.execute("DELETE FROM meta WHERE key = ?", (SIGNIN_PREFIX + digest,))
+        info = json.loads(row[0])
+        if info["page"] != page or info["until"] < time.time():
+            return None
+        w = c.execute("SELECT id, name, role, token_sha256 FROM workers WHERE id = ?",
+                      (info["worker"],)).fetchone()
+    if w is None or w[3].startswith(REVOKED):
+        return None
+    return Worker(*w[:3])
 
 
 # ----- review ------------------------------------------------------------------------------

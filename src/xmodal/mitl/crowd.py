@@ -36,9 +36,10 @@ from typing import Any
 
 from xmodal.errors import XmodalError
 from xmodal.mitl.answers import ANSWERS, SKIP, SKIP_LABEL, is_gold_correct
-from xmodal.mitl.store import LIVE, Campaign
+from xmodal.mitl.store import LIVE, Campaign, Worker
 
 PLATFORMS = ("mturk", "label-studio", "prolific")
+PID_RE = r"[A-Za-z0-9_-]{1,64}"  # a Prolific PROLIFIC_PID, STUDY_ID or SESSION_ID
 
 
 # ----- opaque names ---------------------------------------------------------------------------
@@ -115,13 +116,14 @@ def _url(base: str, name: str) -> str:
 
 # ----- export ---------------------------------------------------------------------------------
 def export(campaign: Campaign, platform: str, out: str | Path, image_url: str | None = None,
-           public_url: str | None = None, predictions: bool = False) -> dict[str, Any]:
+           public_url: str | None = None, predictions: bool = False,
+           study_id: str | None = None) -> dict[str, Any]:
     """Write what the platform needs into ``out``; returns what was written."""
     out = Path(out)
     if platform not in PLATFORMS:
         raise XmodalError(f"--platform must be one of {', '.join(PLATFORMS)}, not {platform!r}")
     if platform == "prolific":
-        return export_prolific(campaign, out, public_url)
+        return export_prolific(campaign, out, public_url, study_id)
     hits = hit_table(campaign)
     base = image_url or "https://YOUR-HOST/images"
     names = export_images(campaign, hits, out / "images")
@@ -321,9 +323,22 @@ def label_studio_config() -> str:
 """
 
 
-def export_prolific(campaign: Campaign, out: Path, public_url: str | None) -> dict[str, Any]:
+def export_prolific(campaign: Campaign, out: Path, public_url: str | None,
+                    study_id: str | None = None) -> dict[str, Any]:
     """The study link and completion code for a Prolific external study (the server's
-    /prolific route registers participants and shows the code)."""
+    /prolific route registers participants and shows the code). ``study_id`` is the
+    study's STUDY_ID: only links of that study sign in."""
+    import re
+
+    study_id = study_id or campaign.meta("prolific_study")
+    if not study_id:
+        raise XmodalError("--study-id is needed: create the study on Prolific (a draft is "
+                          "enough), copy its STUDY_ID and export with --study-id STUDY_ID")
+    if not re.fullmatch(PID_RE, study_id):
+        raise XmodalError(f"--study-id {study_id!r} is not a Prolific study id (letters and "
+                          "digits)")
+    if study_id != campaign.meta("prolific_study"):
+        campaign.set_meta_now("prolific_study", study_id)
     code = campaign.meta("prolific_completion_code")
     if code is None:
         code = secrets.token_hex(4).upper()
@@ -332,7 +347,8 @@ def export_prolific(campaign: Campaign, out: Path, public_url: str | None) -> di
     link = (f"{base}/prolific?PROLIFIC_PID={{{{%PROLIFIC_PID%}}}}&STUDY_ID={{{{%STUDY_ID%}}}}"
             f"&SESSION_ID={{{{%SESSION_ID%}}}}")
     out.mkdir(parents=True, exist_ok=True)
-    info = {"platform": "prolific", "study_url": link, "completion_code": code,
+    info = {"platform": "prolific", "study_id": study_id, "study_url": link,
+            "completion_code": code,
             "completion_url": f"https://app.prolific.com/submissions/complete?cc={code}",
             "note": "with 'xmodal serve --token', add &access_token=TOKEN to the study URL"}
     (out / "prolific.json").write_text(json.dumps(info, indent=1))
@@ -790,8 +806,10 @@ def import_results(campaign: Campaign, path: str | Path,
         return import_mturk(campaign, path)
     if platform == "label-studio":
         return import_label_studio(campaign, path)
-    raise XmodalError(f"import reads mturk (CSV) or label-studio (JSON) results, not "
-                      f"{platform!r}; Prolific participants judge on the server itself")
+    if platform == "prolific":
+        return import_prolific(campaign, path)
+    raise XmodalError(f"import reads mturk (CSV), label-studio (JSON) or prolific (the "
+                      f"submissions CSV, to screen participants) results, not {platform!r}")
 
 
 # ----- time and pay ---------------------------------------------------------------------------
@@ -834,32 +852,89 @@ def pay_report(campaign: Campaign, reward: float, fee: float = 0.0) -> dict[str,
 
 
 # ----- Prolific participants ------------------------------------------------------------------
+
+
+class ParticipantRefused(XmodalError):
+    """A study link that may not sign in: another study, or a PID bound to another session."""
+
+
 def register_participant(campaign: Campaign, pid: str, study: str = "",
-                         session: str = "") -> str:
-    """Register (or find) the Prolific participant ``pid`` and give them a fresh worker token
-    (only its hash is kept; an earlier token of theirs stops working)."""
+                         session: str = "", browser_pid: str | None = None) -> Worker:
+    """The worker for Prolific participant ``pid`` arriving by the study link.
+
+    The link must carry the STUDY_ID given at export (``--study-id``). The first visit binds the
+    PID to Prolific's SESSION_ID; a later visit with another SESSION_ID (someone else using the
+    PID) is refused, as is a browser that already takes part as another PID (``browser_pid``:
+    one person trying invented PIDs). Nobody's sign-in is rotated or ended by a visit."""
     import re
 
-    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", pid or ""):
+    if not re.fullmatch(PID_RE, pid or ""):
         raise XmodalError("the study link needs a PROLIFIC_PID (letters and digits)")
     expected = campaign.meta("prolific_study")
-    if expected and study != expected:
-        raise XmodalError("this link belongs to another Prolific study")
-    token = secrets.token_urlsafe(24)
+    if not expected:
+        raise XmodalError("this campaign has no Prolific study: export it with 'xmodal mitl "
+                          "crowd export CAMPAIGN OUT --platform prolific --study-id STUDY_ID'")
+    if study != expected:
+        raise ParticipantRefused("this link belongs to another Prolific study")
+    if not re.fullmatch(PID_RE, session or ""):
+        raise XmodalError("the study link needs Prolific's SESSION_ID")
+    if browser_pid is not None and browser_pid != pid:
+        raise ParticipantRefused(
+            "this browser already takes part in the study as another participant; a person "
+            "takes part once")
     with campaign.write() as c:
+        bound = c.execute("SELECT value FROM meta WHERE key = ?",
+                          (f"prolific:{pid}",)).fetchone()
+        if bound is not None and json.loads(bound[0])["session"] != session:
+            raise ParticipantRefused(
+                "this Prolific ID has already started the study in another session; if that "
+                "was you on another device, use the same study link there, or contact the "
+                "researcher through Prolific")
+        if bound is None:
+            campaign.set_meta(c, f"prolific:{pid}", {"study": study, "session": session,
+                                                    "at": time.time()})
         wid = external_worker(c, "prolific", pid)
-        c.execute("UPDATE workers SET token_sha256 = ? WHERE id = ?",
-                  (hashlib.sha256(token.encode()).hexdigest(), wid))
-        if session:
-            campaign.set_meta(c, f"prolific_session:{pid}", session)
-    return token
+    return Worker(wid, f"prolific:{pid}", "worker")
 
 
-def participant_done(campaign: Campaign, pid: str) -> tuple[int, str | None]:
-    """(HITs the participant submitted, the completion code once they submitted enough)."""
-    row = campaign.q("SELECT COUNT(a.id) FROM external_workers e JOIN assignments a ON "
-                     "a.worker_id = e.worker_id WHERE e.platform = 'prolific' AND "
-                     "e.external_id = ? AND a.submitted_at IS NOT NULL", (pid,))
-    done = row[0][0] if row else 0
+def participant_done(campaign: Campaign, worker: Worker) -> dict[str, Any]:
+    """Whether the participant has earned the completion code: ``submitted`` real HITs (the
+    entry test is none), ``failed_entry_test``, and ``code`` once they submitted enough."""
+    from xmodal.mitl.store import qualification_gate
+
+    done = campaign.q("SELECT COUNT(*) FROM assignments a JOIN hits h ON h.id = a.hit_id WHERE "
+                      "a.worker_id = ? AND a.submitted_at IS NOT NULL AND h.replication > 0",
+                      (worker.id,))[0][0]
+    failed = qualification_gate(campaign.conn, worker.id) == -1
     need = int(campaign.meta("prolific_min_hits", 1))
-    return done, (campaign.meta("prolific_completion_code") if done >= need else None)
+    code = campaign.meta("prolific_completion_code") if done >= need and not failed else None
+    return {"submitted": done, "need": need, "failed_entry_test": failed, "code": code}
+
+
+def import_prolific(campaign: Campaign, path: Path) -> dict[str, Any]:
+    """Screen participants with Prolific's own list: the study's submissions export (CSV with
+    ``Participant id`` and ``Status``). Participants of the campaign who are not in it (an
+    invented PID never is) or whose submission Prolific marks RETURNED, TIMED-OUT or REJECTED
+    have their HITs rejected (they stop counting); the report names them."""
+    with open(path, newline="", encoding="utf-8-sig") as f:
+        rows = list(csv.DictReader(f))
+    cols = {k.strip().lower(): k for k in (rows[0] if rows else {})}
+    if "participant id" not in cols:
+        raise XmodalError(f"{path}: not a Prolific submissions export (needs a 'Participant "
+                          "id' column; download it from the study's Submissions page)")
+    status = {r[cols["participant id"]].strip(): (r.get(cols.get("status", ""), "") or "")
+              .strip().upper() for r in rows}
+    bad_status = {"RETURNED", "TIMED-OUT", "TIMED_OUT", "REJECTED"}
+    screened = []
+    with campaign.write() as c:
+        for wid, pid in c.execute("SELECT worker_id, external_id FROM external_workers WHERE "
+                                  "platform = 'prolific'").fetchall():
+            why = ("not a participant of the study on Prolific" if pid not in status else
+                   f"{status[pid].lower()} on Prolific" if status[pid] in bad_status else None)
+            if why is None:
+                continue
+            n = c.execute("UPDATE assignments SET status = 'rejected' WHERE worker_id = ? AND "
+                          "status IN ('accepted', 'review')", (wid,)).rowcount
+            screened.append({"participant": pid, "why": why, "hits_rejected": n})
+    return {"platform": "prolific", "participants_on_prolific": len(status),
+            "screened_out": screened}

@@ -1,9 +1,10 @@
 """Human judging of a machine-in-the-loop campaign: HITs for workers, a review queue for reviewers.
 
 Who is asking: an ``X-Worker-Token`` header (scripts), or a session cookie. A worker's link
-``/judge?token=TOKEN`` (``/review?token=…`` for reviewers) is opened once: the server checks the
-token, answers with an HttpOnly, SameSite=Strict session cookie and a 303 to the page without the
-query, so no credential stays in the address bar, the history, a later URL or the access log.
+``/judge?code=CODE`` (``/review?code=…`` for reviewers) holds a one-time sign-in code: the server
+burns it, answers with an HttpOnly, SameSite=Strict session cookie and a 303 to the page without
+the query, so no usable credential stays in the address bar, the history, a later URL or the
+access log. A token typed into the page goes once, in a POST body (``/api/mitl/session``).
 Tokens in query strings are refused on every API route. State-changing requests from another
 origin are refused by :class:`xmodal.server.security.AccessGuard`.
 
@@ -128,21 +129,25 @@ async def current_reviewer(worker: Worker = Depends(current_worker)) -> Worker:
     return worker
 
 
-# ----- pages: a token link becomes a session cookie and a clean URL ------------------------
+# ----- pages: a one-time link becomes a session cookie and a clean URL ---------------------
 async def _page(request: Request, page: str, file: str):
+    """``/judge?code=CODE`` (``/review?code=…``): a one-time sign-in code (``xmodal mitl
+    workers add`` / ``link``), burned on first use, exchanged for a session cookie and a 303 to
+    the page without the query; the address the browser keeps opens nothing again. A worker's
+    token is never taken from an address (the browser would keep it in its history): such a
+    link signs nothing in, and the page asks for the token, sent in a POST body."""
+    code = request.query_params.get("code")
     token = request.query_params.get("token")
-    if token is None:
+    if code is None and token is None:
         return FileResponse(STATIC / file, headers={"Cache-Control": "no-store"})
-    rest = request.url.remove_query_params("token").query
+    rest = request.url.remove_query_params(["code", "token"]).query
     clean = request.url.path + (f"?{rest}" if rest else "")
     handle = getattr(request.app.state, "campaign", None)
-    if handle is None:
-        return RedirectResponse(clean, 303)
-    worker = await _call(lambda: handle.get().worker_for(token.strip()))
+    if token is not None or handle is None:
+        return RedirectResponse(clean + "#token-in-address", 303)
+    worker = await _call(lambda: blind.redeem_signin_code(handle.get(), code, page))
     if worker is None:
-        response = RedirectResponse(clean + "#unknown-token", 303)
-        response.delete_cookie(COOKIES[page], path="/")
-        return response
+        return RedirectResponse(clean + "#used-link", 303)
     value = await _call(lambda: blind.make_session(handle.get(), worker, page))
     response = RedirectResponse(clean, 303)
     _set_session(response, request, page, value)

@@ -11,14 +11,26 @@ class MitlError extends Error {
 const mitl = {
   page: "",   // "judge" or "review": each page has its own session cookie
 
-  // A link /judge?token=… was exchanged by the server for an HttpOnly session cookie and a 303
-  // to the clean page; a refused token comes back as #unknown-token (removed here at once).
+  // A sign-in link /judge?code=… (one-time) was exchanged by the server for an HttpOnly session
+  // cookie and a 303 to the clean page; a used or expired code comes back as #used-link, a token
+  // in an address (never taken from there) as #token-in-address (both removed here at once).
   // The page never sees a token except one typed into the form, sent once in a POST body.
   takeToken(page) {
     this.page = page;
-    const refused = location.hash === "#unknown-token";
+    const reason = { "#used-link": "used", "#token-in-address": "address" }[location.hash] || null;
     if (location.hash) history.replaceState(null, "", location.pathname + location.search);
-    return refused;
+    return reason;
+  },
+
+  // What to say when nobody is signed in, after a refused link (reason) or on a plain visit.
+  signInMessage(reason, who) {
+    if (reason === "used") {
+      return "This sign-in link was used already or has expired (a link signs in once): ask for a new one, or enter your token below.";
+    }
+    if (reason === "address") {
+      return "A token in a link does not sign in (the browser would keep it in its history): enter the token below, or ask for a sign-in link.";
+    }
+    return `A ${who} token is needed: open the sign-in link you were given, or enter the token below.`;
   },
 
   headers(json) {
@@ -175,9 +187,7 @@ async function start(refused) {
     show("none");
     if (err.status === 401) {
       judge.assignment = null;
-      mitl.askToken(refused
-        ? "unknown worker token — check the link you were given, or enter the token below."
-        : "A worker token is needed to judge: open the link you were given, or enter the token below.", VIEWS);
+      mitl.askToken(mitl.signInMessage(refused, "worker"), VIEWS);
       return;
     }
     handleError(err, "Could not start");
@@ -536,7 +546,7 @@ function onPageHide() {
 
 function setupJudge() {
   const refused = mitl.takeToken("judge");
-  mitl.setupTokenForm(() => start(false));
+  mitl.setupTokenForm(() => start(null));
   $("prev").addEventListener("click", () => goTo(judge.position - 1));
   $("next").addEventListener("click", () => goTo(judge.position + 1));
   $("summary-back").addEventListener("click", () => goTo(judge.items.length - 1));

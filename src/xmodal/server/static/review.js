@@ -142,9 +142,7 @@ async function loadQueue(refused) {
   } catch (err) {
     $("review").hidden = true;
     if (err.status === 401) {
-      mitl.askToken(refused === true
-        ? "unknown worker token — check the link you were given, or enter the token below."
-        : "A reviewer token is needed: open the link you were given, or enter the token below.", ["review"]);
+      mitl.askToken(mitl.signInMessage(refused, "reviewer"), ["review"]);
       return;
     }
     reviewError(err, "The review queue cannot be loaded");
@@ -153,8 +151,8 @@ async function loadQueue(refused) {
 
 function setupReview() {
   const refused = mitl.takeToken("review");
-  mitl.setupTokenForm(() => loadQueue(false));
-  $("refresh").addEventListener("click", () => loadQueue(false));
+  mitl.setupTokenForm(() => loadQueue(null));
+  $("refresh").addEventListener("click", () => loadQueue(null));
   loadQueue(refused);
 }
 
