@@ -89,3 +89,53 @@ def test_openclip_errors(tiny_clip, tmp_path):
         load_embedding_model(f"openclip:No-Such-Arch:{ckpt}")
     with pytest.raises(XmodalError, match="cannot load"):
         load_embedding_model(f"openclip:ViT-B-32:{ckpt}")  # wrong architecture for the weights
+
+
+def test_openclip_says_nothing_of_random_weights_it_replaces(tiny_clip, caplog):
+    """open_clip logs "Model initialized randomly" while building the architecture; the
+    checkpoint loads right after, so xmodal drops that message (and only that one)."""
+    import logging
+
+    from xmodal.factory import load_embedding_model
+
+    config, ckpt, _ = tiny_clip
+    with caplog.at_level(logging.INFO):
+        load_embedding_model(f"openclip:{config}:{ckpt}")
+    assert not any("initialized randomly" in r.getMessage() for r in caplog.records)
+    logging.getLogger().warning("No pretrained weights ... other")
+    assert any("other" in r.getMessage() for r in caplog.records)  # the filter is gone
+
+
+def test_device_and_batch_size_for_torch_models(tiny_clip, monkeypatch):
+    """--device / --batch-size reach the open_clip model: CPU by default, the batch size
+    honoured, CUDA refused with a reason where torch sees no GPU."""
+    import torch
+
+    from xmodal.factory import load_embedding_model
+    from xmodal.models import torch_runtime
+
+    config, ckpt, _ = tiny_clip
+    try:
+        torch_runtime.configure("cpu", 2)
+        model = load_embedding_model(f"openclip:{config}:{ckpt}")
+        assert model.device == "cpu" and model.batch_size == 2
+        calls = []
+        real = model.model.encode_image
+        monkeypatch.setattr(model.model, "encode_image",
+                            lambda x: calls.append(len(x)) or real(x))
+        images = [Image.new("RGB", (40, 30), (k * 40, 0, 0)) for k in range(5)]
+        E = model.embed_images(images, progress=False)
+        assert calls == [2, 2, 1] and E.shape == (5, 32)
+        torch_runtime.configure()  # the defaults: cpu, the model's own batch size
+        full = load_embedding_model(f"openclip:{config}:{ckpt}")
+        assert full.batch_size == 32
+        np.testing.assert_allclose(full.embed_images(images, progress=False), E, atol=1e-5)
+        with pytest.raises(XmodalError, match="--device must be cpu, cuda or cuda:N"):
+            torch_runtime.configure("gpu")
+        with pytest.raises(XmodalError, match="--batch-size must be at least 1"):
+            torch_runtime.configure("cpu", 0)
+        if not torch.cuda.is_available():
+            with pytest.raises(XmodalError, match="torch sees no CUDA GPU"):
+                torch_runtime.configure("cuda")
+    finally:
+        torch_runtime.configure()

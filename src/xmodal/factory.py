@@ -11,7 +11,9 @@ A *spec* is what ``--model`` / ``-m`` takes:
 - ``openclip:ARCH:CHECKPOINT``: an open_clip model from a local checkpoint;
 - ``python:MODULE:FACTORY``: ``FACTORY()`` returns any object that satisfies
   :class:`xmodal.models.embedding.EmbeddingModel`;
-- ``FILE.npz``: precomputed image and text embeddings keyed by the dataset's ids (scoring only).
+- ``FILE.npz``: precomputed image and text embeddings keyed by the dataset's ids (scoring only);
+- ``run:FILE``: another system's ranked list in TREC format (:mod:`xmodal.eval.trec`; scoring
+  only).
 
 Two questions, one answer each::
 
@@ -143,6 +145,8 @@ def embedding_model_or_none(spec: str | os.PathLike | None,
 
         return check_embedding_model(named(None if spec is None else str(spec)), str(spec))
     spec = str(spec)
+    if spec.startswith("run:"):  # another system's ranked list: scores only
+        return None
     if spec.startswith("python:"):
         return check_embedding_model(_python_model(spec), spec)
     if spec.startswith("openclip:"):
@@ -193,6 +197,10 @@ def get_scorer(spec: str, protocol_name: str) -> Scorer:
     from xmodal.models.embedding_specs import EmbeddingScorer, PrecomputedEmbeddings
 
     spec = str(spec)
+    if spec.startswith("run:"):
+        from xmodal.eval.trec import RunFileScorer
+
+        return RunFileScorer(spec[len("run:"):])
     if spec.endswith(".npz"):
         return PrecomputedEmbeddings(spec)
     if spec.startswith("python:"):  # any object with the embedding methods: cosines

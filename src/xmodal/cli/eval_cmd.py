@@ -24,8 +24,9 @@ def eval_command(
         ["random"], "--model", "-m",
         help="Registered model name (e.g. dual, scm, ksm-qe, hodosh-tri5sem, crm-wide; an unknown "
         "name prints the full list), a saved model directory, openclip:ARCH:CKPT, "
-        "python:MODULE:FACTORY or precomputed embeddings FILE.npz; repeat it (with --out) for a "
-        "sweep.",
+        "python:MODULE:FACTORY, precomputed embeddings FILE.npz or another system's ranked "
+        "list run:FILE (TREC run, or a folder with i2t.run / t2i.run); repeat it (with --out) "
+        "for a sweep.",
     ),
     data_args: list[str] | None = typer.Option(
         None, "--data", help="Data root (default: $XMODAL_DATA); for -p folder, your photo folder; "
@@ -54,7 +55,23 @@ def eval_command(
     as_json: bool = typer.Option(False, "--json", help="Print the JSON report to stdout."),
     report_file: Path | None = typer.Option(None, "--output", "-o",
                                             help="Also save the JSON report."),
-    per_query: bool = typer.Option(False, "--per-query", help="Include per-query values."),
+    per_query: bool = typer.Option(False, "--per-query", help="Include per-query values (and "
+                                   "the query ids, so `xmodal compare` pairs by id)."),
+    strict: bool = typer.Option(False, "--strict", help="Refuse a partial copy of a benchmark "
+                                "(fewer images, captions or queries than official) instead of "
+                                "scoring it labelled partial."),
+    language: str | None = typer.Option(None, "--language", help="For -p xm3600: the caption "
+                                        "language (en, de, ja, ...; default en)."),
+    export_run: tuple[str, Path] | None = typer.Option(
+        None, "--export-run", help="FORMAT DIR: also write the ranked lists, e.g. `--export-run "
+        "trec DIR` gives DIR/i2t.run, i2t.qrels, t2i.run, t2i.qrels (ranx, trec_eval)."),
+    run_depth: int = typer.Option(1000, "--run-depth", help="Items per query in an exported run "
+                                  "(0: all)."),
+    device: str = typer.Option("cpu", "--device", help="Where torch-backed models (openclip:...) "
+                               "run: cpu, cuda or cuda:N."),
+    batch_size: int | None = typer.Option(None, "--batch-size", help="Images (and texts) per "
+                                          "forward pass of torch-backed models (default: the "
+                                          "model's own, 32 for open_clip)."),
 ) -> None:
     """Evaluate a model on a protocol, both directions (i2t = annotation, t2i = search).
 
@@ -83,8 +100,20 @@ def eval_command(
       xmodal eval -p flickr30k --data ~/data/flickr30k -m python:mypkg.models:make_clip
 
       xmodal eval -m dual -m random -p flickr8k-5cap -p skimage-ood --out runs/   # a sweep
+
+      xmodal eval -p coco5k --data ~/data/coco -m $CLIP --export-run trec runs/clip-trec
+
+      xmodal eval -p coco5k --data ~/data/coco -m run:their-system/   # their ranked lists
     """
     from xmodal.eval.protocols import list_protocols
+    from xmodal.models import torch_runtime
+
+    torch_runtime.configure(device, batch_size)
+    if export_run is not None and export_run[0] not in ("trec",):
+        raise XmodalError(f"--export-run supports trec, not {export_run[0]!r}: --export-run trec "
+                          "DIR")
+    if language is not None and protocols != ["xm3600"]:
+        raise XmodalError("--language is for a single -p xm3600 run")
 
     data_map: dict[str, Path] = {}
     for entry in data_args or []:
@@ -96,13 +125,15 @@ def eval_command(
     if out is not None or len(protocols) > 1 or len(models) > 1:
         if out is None:
             raise XmodalError("several -m / -p make a sweep: give it a folder with --out DIR")
-        if scores is not None or positives is not None:
-            raise XmodalError("--scores and --positives are for single runs, not sweeps (--out)")
-        _sweep(models, protocols, out, data_map, captions, seed, as_json)
+        if scores is not None or positives is not None or export_run is not None:
+            raise XmodalError("--scores, --positives and --export-run are for single runs, not "
+                              "sweeps (--out)")
+        _sweep(models, protocols, out, data_map, captions, seed, as_json, strict)
         return
     from xmodal.eval.benchmark_protocols import fold_scorer, fold_scores
     from xmodal.eval.protocols import get_protocol
-    from xmodal.eval.runner import evaluate, run_eval
+    from xmodal.eval.coverage import check_strict
+    from xmodal.eval.runner import direction_scores, evaluate
     from xmodal.eval.score_files import load_score_file
     from xmodal.factory import get_scorer
 
@@ -110,22 +141,31 @@ def eval_command(
     data = data_map.get(protocol, data_map.get(""))
     if captions is not None and protocol != "folder":
         raise XmodalError("--captions is for the folder protocol (-p folder --data FOLDER)")
-    proto = (get_protocol(protocol, data, captions=captions) if protocol == "folder"
-             else get_protocol(protocol, data))
+    options = {"captions": captions} if protocol == "folder" else {}
+    if language is not None:
+        options["language"] = language
+    proto = get_protocol(protocol, data, **options)
     if positives is not None:
         from xmodal.eval.positives import with_positives
 
         proto = with_positives(proto, positives)
-    if scores is not None:
-        import time
+    import time
 
-        t0 = time.perf_counter()
+    t0 = time.perf_counter()
+    if scores is not None:
         given = fold_scores(proto, load_score_file(scores, proto))
-        report = evaluate(proto, given, model=str(scores), seed=seed, per_query=per_query)
-        report["elapsed_s"] = time.perf_counter() - t0
+        model = str(scores)
     else:
-        scorer = fold_scorer(proto, get_scorer(model, protocol))
-        report = run_eval(proto, scorer, model=model, seed=seed, per_query=per_query)
+        given = direction_scores(proto, fold_scorer(proto, get_scorer(model, protocol)), seed)
+    report = evaluate(proto, given, model=model, seed=seed, per_query=per_query)
+    report["elapsed_s"] = time.perf_counter() - t0
+    if strict:
+        check_strict(report)
+    if export_run is not None:
+        from xmodal.eval.trec import export_trec
+
+        report["exported"] = export_trec(proto, given, export_run[1], tag=Path(model).name,
+                                         depth=run_depth)
     text = json.dumps(report, indent=2)
     if report_file is not None:
         report_file.parent.mkdir(parents=True, exist_ok=True)
@@ -133,7 +173,9 @@ def eval_command(
     if as_json:
         typer.echo(text)
         return
-    table = Table(title=f"{protocol} · {report['model']}")
+    cov = report.get("coverage") or {}
+    partial = f" · {cov['label']}" if cov.get("partial") else ""
+    table = Table(title=f"{protocol} · {report['model']}{partial}")
     table.add_column("direction")
     for key in SHOWN:
         table.add_column(key, justify="right")
@@ -146,11 +188,17 @@ def eval_command(
         table.add_row(name, *cells, str(report["n_queries"][name]))
     output.print(table)
     _print_paper_metrics(report.get("paper_metrics") or {})
+    if cov.get("partial"):
+        output.print(f"[yellow]partial copy of {cov['benchmark']}: {'; '.join(cov['missing'])}[/]")
+    if report.get("notes"):
+        output.print(f"[dim]{report['notes']}[/]")
+    for name, files in (report.get("exported") or {}).items():
+        output.print(f"[dim]{name}: {files['run']}, {files['qrels']}[/]")
     console.print(f"[dim]metrics as percentages; medR is a rank. {report['elapsed_s']:.2f} s[/]")
 
 
 def _sweep(models: list[str], protocols: list[str], out: Path, data: dict, captions,
-           seed: int, as_json: bool) -> None:
+           seed: int, as_json: bool, strict: bool = False) -> None:
     """Run (or resume) the grid with progress on stderr, then write and show the tables."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -173,7 +221,7 @@ def _sweep(models: list[str], protocols: list[str], out: Path, data: dict, capti
             bar.console.print(f"{protocol} · {model}: {mark}")
 
         result = run_sweep(models, protocols, out, data=data, captions=captions, seed=seed,
-                           progress=progress)
+                           progress=progress, strict=strict)
     rows = write_tables(out, models, protocols)
     summary = {"out": str(out), "computed": result["computed"], "resumed": result["resumed"],
                "errors": result["errors"], "rows": rows}

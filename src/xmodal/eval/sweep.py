@@ -197,13 +197,17 @@ def run_sweep(
     captions: Any = None,
     seed: int = 0,
     progress: Any = None,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """Evaluate every model on every protocol into ``out`` (see the module docstring).
 
     ``data`` maps a protocol name to its ``--data`` (key ``""``: every other protocol).
-    ``progress(event, protocol, model, detail)`` is called with ``"skip"``, ``"start"``,
+    ``strict``: a cell on a partial copy of its benchmark is an error instead of a labelled
+    result. ``progress(event, protocol, model, detail)`` is called with ``"skip"``, ``"start"``,
     ``"done"`` and ``"error"``. Returns ``{"computed", "resumed", "errors"}`` (cell lists).
     """
+    from xmodal.eval.coverage import check_strict
+
     out = Path(out)
     data = dict(data or {})
     models, protocols = list(dict.fromkeys(models)), list(dict.fromkeys(protocols))
@@ -245,6 +249,8 @@ def run_sweep(
             note("start", p, m, "")
             try:
                 report = run_cell(proto, p, m, out, seed, loaded)
+                if strict:
+                    check_strict(report)
             except XmodalError as exc:
                 result["errors"].append({"protocol": p, "model": m, "error": str(exc)})
                 note("error", p, m, str(exc))

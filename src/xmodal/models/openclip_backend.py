@@ -150,8 +150,12 @@ def parse_spec(spec: str) -> tuple[str, Path]:
 class OpenClipModel:
     """An open_clip CLIP behind the xmodal embedding-model surface."""
 
-    def __init__(self, model: Any, tokenizer: Any, arch: str, checkpoint: Path) -> None:
-        self.model = model.eval()
+    def __init__(self, model: Any, tokenizer: Any, arch: str, checkpoint: Path,
+                 device: str | None = None, batch_size: int | None = None) -> None:
+        from xmodal.models import torch_runtime
+
+        self.device = torch_runtime.check_device(device) if device else torch_runtime.device()
+        self.model = model.to(self.device).eval()
         self.tokenizer = tokenizer
         self.arch = arch
         self.checkpoint = checkpoint
@@ -162,14 +166,15 @@ class OpenClipModel:
         self.std = np.array(cfg.get("std", (0.26862954, 0.26130258, 0.27577711)), np.float32)
         self.interpolation = cfg.get("interpolation", "bicubic")
         self.resize_mode = cfg.get("resize_mode", "shortest")
-        self.batch_size = 32
+        self.batch_size = batch_size or torch_runtime.batch_size(32)  # images per forward pass
+        self.text_batch_size = batch_size or torch_runtime.batch_size(256)
 
     @property
     def dim(self) -> int:
         import torch
 
         with torch.inference_mode():
-            return int(self.model.encode_text(self.tokenizer(["a"])).shape[-1])
+            return int(self.model.encode_text(self.tokenizer(["a"]).to(self.device)).shape[-1])
 
     def preprocess(self, image: Any) -> np.ndarray:
         """(3, H, W) float32: resize the short side (or squash), centre crop, normalise."""
@@ -202,8 +207,8 @@ class OpenClipModel:
         with torch.inference_mode():
             for s in range(0, len(images), self.batch_size):
                 batch = np.stack([self.preprocess(im) for im in images[s : s + self.batch_size]])
-                z = self.model.encode_image(torch.from_numpy(batch))
-                out.append(torch.nn.functional.normalize(z.float(), dim=-1).numpy())
+                z = self.model.encode_image(torch.from_numpy(batch).to(self.device))
+                out.append(torch.nn.functional.normalize(z.float(), dim=-1).cpu().numpy())
                 bar.update(len(batch))
         bar.close()
         if not out:
@@ -218,9 +223,10 @@ class OpenClipModel:
             raise XmodalError("embed_texts expects a list of strings")
         out = []
         with torch.inference_mode():
-            for s in range(0, len(texts), 256):
-                z = self.model.encode_text(self.tokenizer(texts[s : s + 256]))
-                out.append(torch.nn.functional.normalize(z.float(), dim=-1).numpy())
+            step = self.text_batch_size
+            for s in range(0, len(texts), step):
+                z = self.model.encode_text(self.tokenizer(texts[s : s + step]).to(self.device))
+                out.append(torch.nn.functional.normalize(z.float(), dim=-1).cpu().numpy())
         if not out:
             return np.zeros((0, self.dim), np.float32)
         return np.concatenate(out).astype(np.float32)
@@ -247,7 +253,9 @@ def load_openclip(arch: str, checkpoint: str | Path) -> OpenClipModel:
             "(or pass a model-config .json path)"
         )
     try:
-        model = open_clip.create_model(arch, pretrained=None, load_weights=False, device="cpu")
+        with _quiet_random_init():  # the weights come next, from the checkpoint
+            model = open_clip.create_model(arch, pretrained=None, load_weights=False,
+                                           device="cpu")
         open_clip.load_checkpoint(model, str(checkpoint))
     except XmodalError:
         raise
@@ -263,6 +271,28 @@ def load_openclip(arch: str, checkpoint: str | Path) -> OpenClipModel:
             f"cannot build the tokenizer of {arch} offline: {type(exc).__name__}: {exc}"
         ) from None
     return OpenClipModel(model, tokenizer, arch, checkpoint)
+
+
+class _DropRandomInit:
+    """A logging filter for open_clip's "No pretrained weights loaded ... initialized randomly",
+    which create_model(pretrained=None) logs before xmodal loads the local checkpoint."""
+
+    def filter(self, record) -> bool:
+        return "initialized randomly" not in record.getMessage()
+
+
+class _quiet_random_init:
+    def __enter__(self):
+        import logging
+
+        self.flt = _DropRandomInit()
+        logging.getLogger().addFilter(self.flt)
+
+    def __exit__(self, *exc):
+        import logging
+
+        logging.getLogger().removeFilter(self.flt)
+        return False
 
 
 def load_openclip_spec(spec: str) -> OpenClipModel:
