@@ -15,6 +15,11 @@ this. Public surface::
     index.stats() -> dict; index.skipped() -> [(path, reason)]; index.captions() -> [(path, text)]
     index.rebuild_ann() -> int; index.close()
 
+Searching is :class:`~xmodal.index.searcher.Searcher`'s pipeline (``index.searcher``) over this
+index's store and FAISS index; the same pipeline searches an ``xmodal ann build`` folder.
+``find`` without any query term, with a filter or a date order, lists the photos that pass by
+date (browsing).
+
 The index receives its model (an :class:`~xmodal.models.embedding.EmbeddingModel`); it never
 builds one from a name. It records the model's id and ``model_spec`` (the spec the caller built
 it from) in the database: ``index.model_spec`` of an index opened without a spec is the recorded
@@ -32,11 +37,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,18 +51,23 @@ from xmodal.errors import XmodalError
 from xmodal.index import calibration
 from xmodal.index.ann import AnnIndex
 from xmodal.index.filters import PhotoFilter
-from xmodal.index.metadata import PhotoMeta, place_name, read_metadata
-from xmodal.index.query import Term, combine, parse_query
+from xmodal.index.metadata import PhotoMeta, read_metadata
+from xmodal.index.query import Term
 from xmodal.index.scan import BAD_NAME, load_checked, read_bytes, walk_images
+from xmodal.index.searcher import SearchAnswer, SearchResult, Searcher
 from xmodal.index.store import Store
+from xmodal.index.threads import (  # one_thread: imported from here by benchmarks
+    blas_single_thread,
+    indexing_threads,
+    one_thread,  # noqa: F401
+    torch_threads,
+)
 from xmodal.migrations import file_lock
 from xmodal.models.embedding import EmbeddingModel
 
 LOADERS = 2  # threads reading, hashing and decoding files while the model embeds
 AHEAD = 2  # batches read and decoded ahead of the one being embedded
 BATCH = 16  # images embedded and committed per transaction
-DATE_SORT_POOL = 100  # sorted by date: the best this many matches (past the cutoff), by date
-SORTS = ("relevance", "date", "oldest")
 
 
 def default_db_path() -> Path:
@@ -85,63 +93,6 @@ def model_id(model: Any, spec: str | None) -> str:
         params["meta"] = meta
     digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
     return f"{spec or 'dual'}@{digest[:12]}"
-
-
-@dataclass
-class SearchResult:
-    path: str
-    score: float
-    # other indexed files with the same content (same SHA-1): shown once, under one path
-    duplicates: list[str] = field(default_factory=list)
-    # the calibrated probability that a person calls the photo a match for the query's
-    # sentence (None without a calibration for the model, or for a query without a sentence)
-    relevance: float | None = None
-    taken_at: str | None = None  # local time, ISO; date_source says where it came from
-    date_source: str | None = None
-    place: str | None = None
-    camera: str | None = None
-    width: int | None = None
-    height: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """``{"path", "score"}``, plus ``"duplicates"`` when other files hold the same photo,
-        ``"relevance"`` when calibrated, and the photo's date, place and camera when known."""
-        return {k: v for k, v in asdict(self).items()
-                if k in ("path", "score") or v not in (None, [])}
-
-
-@dataclass
-class SearchAnswer:
-    """A page of results and what was hidden. ``min_relevance`` is the cutoff in force (a
-    calibrated probability; for a model without a calibration, a raw score), ``hidden`` how
-    many of the best ``considered`` matches fell below it (``offset + k``; the best 100 when
-    sorting by date), ``closest`` the best of those."""
-
-    results: list[SearchResult]
-    terms: list[str] = field(default_factory=list)
-    filter: dict[str, Any] = field(default_factory=dict)
-    sort: str = "relevance"
-    min_relevance: float | None = None
-    calibrated: bool = False
-    hidden: int = 0
-    closest: SearchResult | None = None
-    candidates: int | None = None  # photos that passed the filter (None: no filter)
-    more: bool = False  # whether a next page (offset + k onwards) has results
-    considered: int = 0  # how many of the best matches the cutoff was applied to
-
-    @property
-    def no_good_match(self) -> bool:
-        return not self.results and self.hidden > 0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "results": [r.to_dict() for r in self.results],
-            "terms": self.terms, "filter": self.filter, "sort": self.sort,
-            "min_relevance": self.min_relevance, "calibrated": self.calibrated,
-            "hidden": self.hidden, "no_good_match": self.no_good_match,
-            "closest": self.closest.to_dict() if self.closest else None,
-            "candidates": self.candidates, "more": self.more, "considered": self.considered,
-        }
 
 
 @dataclass
@@ -513,28 +464,11 @@ class PhotoIndex:
         return self.ann.rebuild()
 
     # ----- querying ---------------------------------------------------------------------------
-    def _results(
-        self, scores: np.ndarray, ids: np.ndarray, skip: set[int] = frozenset(),
-        skip_hashes: set[str] = frozenset(),
-    ) -> list[SearchResult]:
-        """Hits in score order; copies of one photo (same SHA-1) collapse into the first."""
-        valid = [int(i) for i in ids if i >= 0]
-        paths, hashes = self.store.paths(valid), self.store.hashes(valid)
-        copies = self.store.copies(h for h in hashes.values() if h)
-        out, seen = [], set(skip_hashes)
-        for s, i in zip(scores, ids):
-            i = int(i)
-            if i < 0 or i in skip or i not in paths:
-                continue
-            sha1 = hashes.get(i)
-            if sha1 is not None and sha1 in seen:
-                continue  # a copy of a photo already listed
-            others = []
-            if sha1 is not None:
-                seen.add(sha1)
-                others = [p for p in copies.get(sha1, []) if p != paths[i]]
-            out.append(SearchResult(paths[i], float(s), others))
-        return out
+    @property
+    def searcher(self) -> Searcher:
+        """The search pipeline over this index: its store, its FAISS index, its model."""
+        return Searcher(self.store, self.ann, lambda: self.model, self.model_id,
+                        self._calibrator)
 
     def search(
         self, text: str, k: int = 10, offset: int = 0, under: str | os.PathLike | None = None,
@@ -572,129 +506,20 @@ class PhotoIndex:
     ) -> SearchAnswer:
         """Search with everything: a query expression (see :mod:`xmodal.index.query`) or terms,
         ``like`` images (paths or PIL images) and ``unlike`` sentences added to it, a filter,
-        a sort order ("relevance", "date": newest first, "oldest") and a cutoff.
+        a sort order ("relevance", "date": newest first, "oldest") and a cutoff. Without any
+        query term, with a filter or a date order: the photos that pass, by date (browsing).
 
         ``min_relevance``: results whose calibrated relevance is below it are hidden; None uses
         the model's calibrated default (none for a query with an example image: relevance is
         the sentence's, the ranking follows the image too), 0 shows everything. A model without
         a calibration compares it with the raw score instead (and hides nothing by default)."""
-        if k < 1 or offset < 0:
-            raise XmodalError("k must be at least 1 and offset at least 0")
-        if sort not in SORTS:
-            raise XmodalError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
-        if min_relevance is not None and not -1 <= min_relevance <= 1:  # NaN fails too
-            raise XmodalError(f"the cutoff (--min-score) must be from 0 to 1 (a probability: "
-                              f"0.2 is 20%; a raw score from -1 to 1), not {min_relevance}")
-        terms = query if query and isinstance(query[0], Term) else \
-            (parse_query(query) if query else [])
-        terms = [*terms, *(_image_term(x) for x in like), *(Term(t, "text", -1.0)
-                                                          for t in unlike if t.strip())]
-        if not any(t.weight > 0 for t in terms):
-            raise XmodalError(
-                "the search query is empty: give a sentence such as 'a dog on a beach'"
-            )
-        self._check_model()
-        filters = filters or PhotoFilter()
-        among = filters.ids(self.store)
-        if among is not None and not len(among):
-            raise filters.nothing_passes(self.store)
-        with one_thread(self.model):
-            vectors, skip, skip_hashes = self._term_vectors(terms)
-            q = combine(vectors, [t.weight for t in terms])
-            texts = [i for i, t in enumerate(terms) if t.kind == "text" and t.weight > 0]
-            sentence = combine(vectors[texts], [terms[i].weight for i in texts]) \
-                if texts else None
-            pool = max(k + offset, DATE_SORT_POOL) if sort != "relevance" else k + offset + 1
-            scores, ids = self.ann.search(q, 2 * pool + 10 + len(skip), among=among)
-        ranked = self._results(scores[0], ids[0], skip, skip_hashes)
-        calibrator = self._calibrator() if sentence is not None else None
-        if calibrator is not None:
-            exact = len(terms) == 1  # the ranking score is the sentence's own cosine
-            sims = ([r.score for r in ranked] if exact else
-                    self._cosines(sentence, ranked))
-            probs = calibrator.probability(np.asarray(sims, np.float64))
-            for r, p in zip(ranked, probs):
-                r.relevance = round(float(p), 4)
-            # the calibration judges the sentence alone: with an example image in the query
-            # the ranking follows the image too, so nothing is hidden unless asked
-            example = any(t.kind == "image" and t.weight > 0 for t in terms)
-            default = None if example else calibrator.threshold
-            cutoff = default if min_relevance is None else min_relevance
-        else:
-            cutoff = min_relevance or None
-        passing = ranked if cutoff is None else [r for r in ranked if _value(r) >= cutoff]
-        window = ranked[:offset + k] if sort == "relevance" else ranked[:pool]
-        shown = {id(r) for r in passing}
-        failed = [r for r in window if id(r) not in shown]
-        if sort != "relevance":
-            self._attach_metadata(passing[:pool])
-            passing = _by_date(passing[:pool], newest=sort == "date")
-        page = passing[offset:offset + k]
-        self._attach_metadata(page + failed[:1])
-        return SearchAnswer(
-            page, [t.describe() for t in terms], filters.to_dict(), sort, cutoff,
-            calibrator is not None, len(failed), failed[0] if failed else None,
-            None if among is None else len(among), len(passing) > offset + k, len(window))
-
-    def _term_vectors(self, terms: list[Term]) -> tuple[np.ndarray, set[int], set[str]]:
-        """Unit vectors of the terms (texts in one batch; indexed images from the store), and
-        the indexed example photos (ids, contents) that the results leave out."""
-        vectors: list[np.ndarray | None] = [None] * len(terms)
-        texts = [i for i, t in enumerate(terms) if t.kind == "text"]
-        if texts:
-            for i, v in zip(texts, _embed_texts(self.model, [terms[i].value for i in texts])):
-                vectors[i] = v
-        skip: set[int] = set()
-        skip_hashes: set[str] = set()
-        for i, t in enumerate(terms):
-            if t.kind != "image":
-                continue
-            fid, vec = self._indexed_vector(t.value)
-            if fid is not None and t.weight > 0:
-                skip.add(fid)
-                own = self.store.hashes([fid]).get(fid)
-                if own:
-                    skip_hashes.add(own)
-            if vec is None:
-                img = t.value
-                if not hasattr(img, "convert"):
-                    path = str(Path(img).expanduser())
-                    img, reason = (load_checked(path) if Path(path).is_file()
-                                   else (None, "file not found"))
-                    if img is None:
-                        raise XmodalError(f"cannot use {t.value} as an example: {reason}")
-                vec = self._embed([img])[0]
-            vectors[i] = vec
-        return np.stack(vectors).astype(np.float32), skip, skip_hashes
-
-    def _indexed_vector(self, image: Any) -> tuple[int | None, np.ndarray | None]:
-        """(file id, stored vector) of an indexed photo given by path; (None, None) else."""
-        if hasattr(image, "convert"):
-            return None, None
-        given = Path(image).expanduser()
-        fid = self.store.file_id(os.path.abspath(given))
-        if fid is None and given.exists():
-            fid = self.store.file_id(str(given.resolve()))
-        vec = self.store.vector_of(fid, self.model_id) if fid is not None else None
-        return fid, vec
-
-    def _cosines(self, query: np.ndarray, results: list[SearchResult]) -> list[float]:
-        ids = {r.path: self.store.file_id(r.path) for r in results}
-        vecs = self.store.vectors_of([i for i in ids.values() if i is not None], self.model_id)
-        return [float(vecs[ids[r.path]] @ query[0]) if ids[r.path] in vecs else r.score
-                for r in results]
+        if query or like or any(t.strip() for t in unlike):
+            self._check_model()
+        return self.searcher.find(query, k, offset, filters=filters, sort=sort,
+                                  min_relevance=min_relevance, like=like, unlike=unlike)
 
     def _calibrator(self):
         return calibration.load_calibrator(self.model_id)
-
-    def _attach_metadata(self, results: list[SearchResult]) -> None:
-        by_path = {r.path: r for r in results}
-        ids = {self.store.file_id(p): p for p in by_path}
-        for fid, row in self.store.metadata([i for i in ids if i is not None]).items():
-            r = by_path[row["path"]]
-            r.taken_at, r.date_source = row["taken_at"], row["date_source"]
-            r.camera, r.width, r.height = row["camera"], row["width"], row["height"]
-            r.place = place_name(row["city"], row["region"], row["country"])
 
     def facets(self) -> dict[str, list[dict]]:
         """Years, places and cameras of the searchable photos, with counts."""
@@ -733,26 +558,6 @@ class PhotoIndex:
             **counts,
             "db_bytes": self.db_path.stat().st_size if self.db_path.exists() else 0,
         }
-
-
-def _image_term(image: Any) -> Term:
-    if isinstance(image, str):
-        from xmodal.index.query import term
-
-        return term(image, kind="image")
-    return Term(image, "image")
-
-
-def _value(result: SearchResult) -> float:
-    """What the cutoff compares: the calibrated relevance when there is one, else the score."""
-    return result.relevance if result.relevance is not None else result.score
-
-
-def _by_date(results: list[SearchResult], newest: bool) -> list[SearchResult]:
-    """Results ordered by the date taken (dateless photos last), ties by relevance."""
-    dated = [r for r in results if r.taken_at]
-    dated.sort(key=lambda r: r.taken_at, reverse=newest)
-    return dated + [r for r in results if not r.taken_at]
 
 
 @dataclass
@@ -796,68 +601,6 @@ def _gather(outcomes) -> _Loaded:
         if meta is not None:
             out.meta[entry[0].path] = meta
     return out
-
-
-@contextmanager
-def blas_single_thread() -> Iterator[None]:
-    """numpy's BLAS on one thread inside the block: the heads' small products gain nothing from
-    a second thread, whose pool spins after each product and takes the core ONNX Runtime and
-    the loaders need (measured in benchmarks/results/index_profile.json: 1.7 s of spinning CPU
-    per 400 photos; 84 -> 104 images/s with OPENBLAS_NUM_THREADS=1)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
-
-
-@contextmanager
-def torch_threads(n: int | None, model: Any = None) -> Iterator[None]:
-    """Run torch on ``n`` threads inside the block (None: leave it), then restore its setting.
-
-    Torch is imported for this only when it is loaded already or ``model`` is one of xmodal's
-    own models running on the torch engine, so that the ONNX path never pays for the import."""
-    from xmodal.features.onnx_engine import engine
-
-    ours = (model is not None and type(model).__module__.startswith("xmodal.")
-            and engine() == "torch")
-    if n is None or ("torch" not in sys.modules and not ours):
-        yield
-        return
-    try:
-        import torch
-    except ImportError:
-        yield
-        return
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
-def one_thread(model: Any = None):
-    """One thread for a single query: one sentence or one image is too little work to split;
-    on a busy 2-core machine the threads mostly wait on each other (measured: one sentence took
-    80-130 ms on one thread and 0.5-17 s on two, at load average 12-15)."""
-    return torch_threads(1, model)
-
-
-def indexing_threads() -> int | None:
-    """Torch threads for indexing: ``$XMODAL_THREADS``, else 1 on a machine already busier than
-    its core count (measured at load average 12-15 on 2 cores: 7.3 images/s on one thread,
-    3-4 on two), else torch's default (all cores)."""
-    env = os.environ.get("XMODAL_THREADS")
-    if env:
-        try:
-            return max(1, int(env))
-        except ValueError:
-            raise XmodalError(f"XMODAL_THREADS must be a number, not {env!r}") from None
-    try:
-        busy = os.getloadavg()[0] >= (os.cpu_count() or 1)
-    except OSError:
-        busy = False
-    return 1 if busy else None
 
 
 def _embed_images(model: EmbeddingModel, images: list[Any]) -> np.ndarray:

@@ -8,6 +8,7 @@ from and are rebuilt when it moved.
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import time
@@ -328,8 +329,8 @@ class Store:
         marks = ",".join("?" * len(hashes))
         out: dict[str, list[str]] = {}
         for sha1, path in self.conn.execute(
-                f"SELECT f.sha1, f.path FROM files f JOIN vectors v ON v.file_id = f.id "
-                f"WHERE f.sha1 IN ({marks}) ORDER BY f.path", hashes):
+                f"SELECT f.sha1, f.path FROM files f "
+                f"WHERE f.status = 'ok' AND f.sha1 IN ({marks}) ORDER BY f.path", hashes):
             out.setdefault(sha1, []).append(path)
         return out
 
@@ -450,9 +451,24 @@ class Store:
         select = list(select)
         cols, groups = ", ".join(select), ", ".join(str(i + 1) for i in range(len(select)))
         sql = (f"SELECT {cols}, COUNT(DISTINCT COALESCE(f.sha1, f.id)) n FROM files f "
-               "JOIN vectors v ON v.file_id = f.id LEFT JOIN photo_meta m ON m.file_id = f.id"
-               f"{' WHERE ' + where if where else ''} GROUP BY {groups} ORDER BY {order}")
+               "LEFT JOIN photo_meta m ON m.file_id = f.id WHERE f.status = 'ok'"
+               f"{' AND ' + where if where else ''} GROUP BY {groups} ORDER BY {order}")
         return self.conn.execute(sql).fetchall()
+
+    def ids_by_date(self, among: np.ndarray | None, newest: bool = True, offset: int = 0,
+                    limit: int = 24) -> np.ndarray:
+        """Ids of searchable photos (of ``among``, when given) by the date taken, newest first
+        unless ``newest`` is False, undated last; one id per content (copies listed once)."""
+        sql = ("SELECT MIN(f.id) i, MAX(m.taken_at) t FROM files f "
+               "LEFT JOIN photo_meta m ON m.file_id = f.id WHERE f.status = 'ok'")
+        params: list = []
+        if among is not None:
+            sql += " AND f.id IN (SELECT value FROM json_each(?))"
+            params.append(json.dumps([int(i) for i in among]))
+        sql += (" GROUP BY COALESCE(f.sha1, 'id:' || f.id) "
+                f"ORDER BY t IS NULL, t {'DESC' if newest else 'ASC'}, i LIMIT ? OFFSET ?")
+        rows = self.conn.execute(sql, [*params, int(limit), int(offset)]).fetchall()
+        return np.array([r[0] for r in rows], dtype=np.int64)
 
     def skipped(self) -> list[tuple[str, str]]:
         return self.conn.execute(

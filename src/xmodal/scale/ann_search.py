@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from xmodal.errors import XmodalError
-from xmodal.index.photo_index import SearchResult
+from xmodal.index.searcher import SearchResult
 from xmodal.models.embedding import EmbeddingModel
 from xmodal.scale import shards as sh
 
