@@ -166,7 +166,7 @@ def test_worker_judges_a_hit_by_keyboard_resumes_after_reload_and_submits(campai
     plan = [_right(kind, 1 + i % 4) for i, (_, kind) in enumerate(items)]
     labels = page.locator("#answer-buttons button").all_inner_texts()
     assert [label.split(None, 1)[1] for label in labels] == [
-        "100% yes", "partially yes, but …", "mostly no, because …", "100% no"]
+        "100% yes", "partially yes, but …", "mostly no, because …", "100% no", "can't tell"]
     page.wait_for_function("document.querySelector('#pair-image').naturalWidth > 0")
     page.screenshot(path=str(ARTIFACTS / "web-judge.png"))
 
@@ -388,7 +388,7 @@ def test_two_tabs_of_one_worker_get_changed_in_another_tab_and_merge(campaign, n
     row = two.locator("#conflict-list li")
     assert row.count() == 1 and "100% yes" in row.inner_text() and "100% no" in row.inner_text()
     two.screenshot(path=str(ARTIFACTS / "web-judge-conflict.png"))
-    assert two.locator("#answer-buttons button:disabled").count() == 4  # settle first
+    assert two.locator("#answer-buttons button:disabled").count() == 5  # settle first
     row.locator("button.take-theirs").click()
     two.wait_for_selector("#conflict", state="hidden")
     _wait_saved(two)

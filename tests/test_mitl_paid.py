@@ -495,3 +495,87 @@ def test_prolific_submissions_screen_out_participants_prolific_does_not_know(tmp
                          "w.id = a.worker_id")) == {"prolific:60b1": "accepted",
                                                     "prolific:60b2": "rejected",
                                                     "prolific:invented": "rejected"}
+
+
+# ----- 6. the raw answers out, a view of disagreements, "can't tell" ----------------------------
+def test_answers_come_out_whole_with_cant_tell_as_no_judgment(tmp_path):
+    import csv
+
+    c, _ = build_campaign(tmp_path, replication=2)
+    alice, carol = c.add_worker("alice"), c.add_worker("carol")
+    rev = c.add_worker("boss", "reviewer")
+    app = _app(c, tmp_path)
+    with TestClient(app) as client:
+        from xmodal.mitl.blind import id_map
+
+        # alice: "can't tell" (0) on one pair to judge, '2' on the others; carol: '4' on all
+        # pairs to judge of the same HIT (both get the fullest HIT first), checks right
+        subs = {}
+        for name, token, answer in (("alice", alice, 2), ("carol", carol, 4)):
+            h = {"X-Worker-Token": token}
+            got = client.post("/api/mitl/next", headers=h).json()
+            roles = dict(c.q("SELECT hi.pair_id, hi.role FROM hit_items hi JOIN assignments a "
+                             "ON a.hit_id = hi.hit_id WHERE a.id = ?", (got["assignment"],)))
+            ids = id_map(c, got["assignment"])
+            judge = [i for i, p in ids.items() if roles[p] == "judge"]
+            body = {i: {"answer": {"gold_pos": 1, "gold_neg": 4}.get(roles[p], answer)}
+                    for i, p in ids.items()}
+            if name == "alice":
+                body[judge[0]] = {"answer": 0, "reason": "the photo is too dark"}
+                skipped = ids[judge[0]]
+            r = client.post(f"/api/mitl/assignments/{got['assignment']}/submit",
+                            headers=h, json={"answers": body})
+            assert r.status_code == 200, r.text
+            subs[name] = (got["assignment"], len(ids), len(judge))
+        assert subs["alice"][0] != subs["carol"][0]
+        # the reviewer's view of the pairs where they disagree: every pair both judged
+        r = client.get("/api/mitl/review/disagreements", headers={"X-Worker-Token": rev})
+        assert r.status_code == 200
+        pairs = r.json()["pairs"]
+        assert len(pairs) == subs["alice"][2] - 1 and skipped not in {p["pair"] for p in pairs}
+        assert all(p["yes"] == 1 and p["no"] == 1 and {a["worker"] for a in p["answers"]} ==
+                   {"alice", "carol"} for p in pairs)
+        assert client.get(pairs[0]["image"], headers={"X-Worker-Token": rev}).status_code == 200
+        assert client.get("/api/mitl/review/disagreements",
+                          headers={"X-Worker-Token": alice}).status_code == 403
+    c.close()
+    # every answer, in each format
+    for name in ("answers.csv", "answers.jsonl", "answers.parquet"):
+        r = _cli("mitl", "answers", c.path, tmp_path / name, "--json")
+        assert r.exit_code == 0, r.output
+        got = json.loads(r.stdout)
+        assert got["rows"] == subs["alice"][1] + subs["carol"][1]
+        assert got["judgments"] == got["rows"] - 1 and got["workers"] == 2
+    with open(tmp_path / "answers.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(tmp_path / "answers.parquet").to_pylist()
+    lines = [json.loads(x) for x in (tmp_path / "answers.jsonl").read_text().splitlines()]
+    assert len(rows) == len(table) == len(lines)
+    assert [r["answer"] for r in table] == [r["answer"] for r in lines]
+    cant = [r for r in lines if r["answer"] is None]
+    assert len(cant) == 1 and cant[0]["pair"] == skipped and cant[0]["worker"] == "alice"
+    assert cant[0]["answer_label"] == "can't tell" and cant[0]["reason"] == "the photo is too dark"
+    assert all(r["platform"] == "here" and r["accepted"] and r["seconds"] is not None
+               and r["hit"] and r["submitted_at"] for r in lines)
+    assert {r["role"] for r in lines} == {"judge", "gold_pos", "gold_neg"}
+    # the Python API the command uses: read-only, the same rows; "can't tell" is no judgment
+    with Campaign.open(c.path) as cc:
+        assert cc.readonly and cc.answers() == lines
+        hits = cc.hits()
+        assert sum(not h["entry_test"] for h in hits) == len(hits) > 1
+        verdict = {v.pair_id: v for v in cc.aggregate()}
+    assert verdict[skipped].answers == (4,)
+    assert all(len(verdict[p["pair"]].answers) == 2 for p in pairs)
+
+
+def test_the_judge_page_offers_cant_tell(tmp_path):
+    from pathlib import Path
+
+    import xmodal.server as server
+
+    static = Path(server.__file__).parent / "static"
+    js = (static / "judge.js").read_text()
+    assert "[1, 2, 3, 4, 0]" in js and '"0", "1", "2", "3", "4"' in js
+    assert "can't tell" in (static / "instructions.html").read_text()

@@ -307,6 +307,34 @@ def status_command(campaign: Path = CAMPAIGN,
             console.print(f"{k:>11}: {v}")
 
 
+@mitl_app.command("answers")
+def answers_command(
+    campaign: Path = CAMPAIGN,
+    out: Path = typer.Argument(..., help="output file: .csv, .jsonl or .parquet"),
+    as_json: bool = typer.Option(False, "--json", help="print what was written as JSON"),
+) -> None:
+    """Write every answer of the campaign, one row per worker and pair: worker, platform, HIT,
+    pair (image and text ids), its role (to judge or a check), the answer (empty for "can't
+    tell"), reason, start / submit times, seconds the HIT took, status and whether it counts.
+
+    Examples:
+
+      xmodal mitl answers flickr.db answers.csv
+
+      xmodal mitl answers flickr.db answers.parquet --json
+    """
+    from xmodal.mitl.judgments import write_answers
+    from xmodal.mitl.store import Campaign
+
+    with Campaign.open(campaign) as c:
+        result = write_answers(c.answers(), out)
+    if as_json:
+        _echo_json(result)
+    else:
+        console.print(f"{result['rows']} answers ({result['judgments']} judgments) of "
+                      f"{result['workers']} workers -> {result['path']}")
+
+
 RULE = typer.Option("eccv", "--rule", help="eccv: '100% yes' or 'partially yes' is a positive "
                     "answer; strict: only '100% yes'")
 TIES = typer.Option("negative", "--ties", help="verdict of a tied pair: negative, positive or "

@@ -26,7 +26,7 @@ from typing import Any
 
 from xmodal.errors import XmodalError
 from xmodal.migrations import Schema, migrate
-from xmodal.mitl.answers import is_gold_correct
+from xmodal.mitl.answers import SKIP, is_gold_correct
 
 SCHEMA_VERSION = 1
 DEFAULT_LEASE_S = 2 * 3600.0  # counted from the assignment's last activity (active_at)
@@ -525,8 +525,11 @@ class Campaign:
                 answer, reason = answers.get(pid, (None, None))
                 if answer is None and not allow_unjudged:
                     raise XmodalError(f"the HIT is incomplete: pair {pid} has no answer")
-                if answer is not None and answer not in (1, 2, 3, 4):
-                    raise XmodalError(f"answer for pair {pid} must be 1-4, got {answer!r}")
+                if answer is not None and answer not in (SKIP, 1, 2, 3, 4):
+                    raise XmodalError(f"answer for pair {pid} must be 1-4 (or 0, can't tell), "
+                                      f"got {answer!r}")
+                if answer == SKIP:  # can't tell: stored as no answer, counts as no judgment
+                    answer = None
                 reason = (reason or "").strip()
                 if len(reason) > MAX_REASON_CHARS:  # refused whole, never cut
                     raise XmodalError(f"the reason for pair {pid} has {len(reason):,} characters; "
@@ -603,6 +606,38 @@ class Campaign:
             "a.id = j.assignment_id JOIN workers w ON w.id = a.worker_id JOIN hit_items hi ON "
             "hi.hit_id = a.hit_id AND hi.pair_id = j.pair_id JOIN hits h ON h.id = a.hit_id "
             "WHERE hi.role != 'judge' AND a.status = 'accepted' AND h.replication > 0")
+
+    # ----- the Python API ------------------------------------------------------------------
+    @classmethod
+    def open(cls, path: str | Path, readonly: bool = True) -> Campaign:
+        """An existing campaign, read-only unless asked (works on an archived or shared copy):
+
+            from xmodal.mitl.store import Campaign
+            with Campaign.open("flickr.db") as c:
+                hits, answers, verdicts = c.hits(), c.answers(), c.aggregate()
+        """
+        return cls(path, readonly=readonly)
+
+    def hits(self) -> list[dict[str, Any]]:
+        """Every HIT with its items and its assignments by status (:mod:`.judgments`)."""
+        from xmodal.mitl.judgments import hit_rows
+
+        return hit_rows(self)
+
+    def answers(self) -> list[dict[str, Any]]:
+        """Every answer of every submitted assignment: worker, platform, pair, answer (None:
+        "can't tell"), reason, times, status (:func:`xmodal.mitl.judgments.answer_rows`)."""
+        from xmodal.mitl.judgments import answer_rows
+
+        return answer_rows(self)
+
+    def aggregate(self, rule: str = "eccv", ties: str = "negative",
+                  min_gold_accuracy: float | None = None) -> list[Any]:
+        """The verdict of every judged pair (:func:`xmodal.mitl.aggregate.verdicts`): its
+        counted answers and ``positive`` (True, False or None for unjudged)."""
+        from xmodal.mitl.aggregate import verdicts
+
+        return verdicts(self, rule, ties, min_gold_accuracy)[0]
 
     def progress(self) -> dict[str, Any]:
         """Counts of the campaign; HITs and assignments are the real HITs' (the entry test,

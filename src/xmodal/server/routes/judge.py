@@ -29,7 +29,7 @@ from starlette.concurrency import run_in_threadpool
 
 from xmodal.errors import XmodalError
 from xmodal.mitl import blind
-from xmodal.mitl.answers import ANSWERS
+from xmodal.mitl.answers import ANSWERS, SKIP_LABEL
 from xmodal.mitl.store import MAX_REASON_CHARS, Campaign, CampaignConflict, Worker
 from xmodal.server.errors import ApiError
 from xmodal.server.thumbnails import THUMBNAIL_SIZES
@@ -202,11 +202,12 @@ async def me(worker: Worker = Depends(current_worker)) -> dict[str, Any]:
 # ----- judging -----------------------------------------------------------------------------
 def _payload(campaign: Campaign, assignment_id: int | None, worker: Worker) -> dict[str, Any]:
     if assignment_id is None:
-        return {"assignment": None, "answers": ANSWERS, "limits": LIMITS,
+        return {"assignment": None, "answers": ANSWERS, "skip": SKIP_LABEL, "limits": LIMITS,
                 **blind.hit_number(campaign, worker, 0)}
     raw = campaign.assignment(assignment_id, worker)
     out = blind.public_view(campaign, worker, raw, WORKER_IMAGE)
     out["answers"] = ANSWERS
+    out["skip"] = SKIP_LABEL  # answer 0: can't tell (no judgment)
     out["limits"] = LIMITS
     return out
 
@@ -381,6 +382,29 @@ async def review_queue(request: Request,
     h = _handle(request)
     return {"queue": await _call(lambda: _queue(h.get(), reviewer)), "answers": ANSWERS,
             "me": {"name": reviewer.name, "role": reviewer.role}}
+
+
+def _disagreements(campaign: Campaign) -> list[dict[str, Any]]:
+    from xmodal.mitl.judgments import disagreements
+
+    out = []
+    for d in disagreements(campaign):
+        aid = d["answers"][0]["assignment"]
+        item = blind.item_id(campaign, aid, d["pair"])
+        text = campaign.q("SELECT t.text FROM texts t JOIN pairs p ON p.text_id = t.id WHERE "
+                          "p.id = ?", (d["pair"],))[0][0]
+        out.append({**d, "text": text, "image": REVIEW_IMAGE.format(aid=aid, item=item)})
+    return out
+
+
+@router.get("/review/disagreements",
+            summary="Pairs whose counted answers disagree (reviewers only)")
+async def review_disagreements(request: Request,
+                               reviewer: Worker = Depends(current_reviewer)) -> dict[str, Any]:
+    """Pairs to judge whose accepted answers say both yes and no (the ECCV rule: 1-2 yes,
+    3-4 no; "can't tell" left out), most split first, with every worker's answer and reason."""
+    h = _handle(request)
+    return {"pairs": await _call(lambda: _disagreements(h.get())), "answers": ANSWERS}
 
 
 @router.get("/review/{assignment_id}/items/{item}/image",

@@ -143,7 +143,7 @@ function show(view) {
 }
 
 function entryOf(item) { return judge.answers[item.id] || {}; }
-function answeredCount() { return judge.items.filter((it) => entryOf(it).answer).length; }
+function answeredCount() { return judge.items.filter((it) => Number.isInteger(entryOf(it).answer)).length; }
 function labelOf(n) { return `${n} · ${judge.labels[n] || judge.labels[String(n)] || ""}`; }
 function reasonLimit() { return judge.limits.reason_chars || 2000; }
 function tooLong() {
@@ -160,7 +160,7 @@ function cleanAnswers(raw) {
     if (!value || typeof value !== "object") continue;
     const entry = {};
     const answer = Number(value.answer);
-    if ([1, 2, 3, 4].includes(answer)) entry.answer = answer;
+    if ([0, 1, 2, 3, 4].includes(answer)) entry.answer = answer;  // 0: can't tell
     if (typeof value.reason === "string" && value.reason) entry.reason = value.reason;
     if (Object.keys(entry).length) out[item.id] = entry;
   }
@@ -224,7 +224,7 @@ function showDone(data) {
 async function loadNext() {
   show("loading");
   const data = await mitl.call("POST", "/next");
-  judge.labels = data.answers || {};
+  judge.labels = Object.assign({ 0: data.skip || "can't tell" }, data.answers || {});
   if (data.limits) judge.limits = data.limits;
   setNumbers(data);
   if (data.assignment === null || data.assignment === undefined) {
@@ -251,7 +251,7 @@ function adopt(data) {
 function buildAnswerButtons() {
   const group = $("answer-buttons");
   group.replaceChildren();
-  for (const n of [1, 2, 3, 4]) {
+  for (const n of [1, 2, 3, 4, 0]) {  // 0: can't tell (no judgment)
     group.append(el("button", {
       type: "button", class: "answer", "data-answer": n, "aria-pressed": "false",
       "aria-keyshortcuts": String(n), onclick: () => choose(n, true),  // one tap: answer, go on
@@ -524,7 +524,7 @@ function onKey(event) {
   }
   if (target.closest && target.closest("input, textarea, select, [contenteditable=''], [contenteditable=true]")) return;
   if (judge.view === "pair") {
-    if (["1", "2", "3", "4"].includes(event.key)) { event.preventDefault(); choose(Number(event.key), true); } else if (event.key === "ArrowRight") { event.preventDefault(); goTo(judge.position + 1); } else if (event.key === "ArrowLeft") { event.preventDefault(); goTo(judge.position - 1); }
+    if (["0", "1", "2", "3", "4"].includes(event.key)) { event.preventDefault(); choose(Number(event.key), true); } else if (event.key === "ArrowRight") { event.preventDefault(); goTo(judge.position + 1); } else if (event.key === "ArrowLeft") { event.preventDefault(); goTo(judge.position - 1); }
   } else if (judge.view === "summary") {
     if (event.key === "Enter") {
       if (target.tagName === "BUTTON" && target.id !== "submit") return;  // a focused button acts itself

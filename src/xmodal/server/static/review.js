@@ -139,6 +139,7 @@ async function loadQueue(refused) {
     $("queue").replaceChildren(...data.queue.map(reviewEntry));
     $("review").hidden = false;
     setCount();
+    loadDisagreements();
   } catch (err) {
     $("review").hidden = true;
     if (err.status === 401) {
@@ -146,6 +147,30 @@ async function loadQueue(refused) {
       return;
     }
     reviewError(err, "The review queue cannot be loaded");
+  }
+}
+
+function disagreement(pair) {
+  return el("li", { class: "review-item", "data-pair": pair.pair },
+    el("img", { src: pair.image, alt: `image ${pair.image_id}`, loading: "lazy" }),
+    el("div", {},
+      el("p", { class: "caption-text" }, pair.text),
+      el("p", {}, el("strong", {}, `${pair.yes} yes, ${pair.no} no`)),
+      el("ul", {}, ...pair.answers.map((a) => el("li", {},
+        `${a.worker}: `, el("strong", { class: "answer" }, answerText(a.answer)),
+        a.reason ? el("em", { class: "reason" }, ` — ${a.reason}`) : null)))));
+}
+
+async function loadDisagreements() {
+  try {
+    const data = await mitl.call("GET", "/review/disagreements");
+    $("disagree-list").replaceChildren(...data.pairs.map(disagreement));
+    $("disagree-status").textContent = data.pairs.length
+      ? `${data.pairs.length} pair${data.pairs.length === 1 ? "" : "s"}`
+      : "None yet: every pair judged so far has agreeing answers.";
+    $("disagree").hidden = false;
+  } catch (err) {
+    $("disagree").hidden = true;
   }
 }
 
