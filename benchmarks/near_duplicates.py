@@ -5,11 +5,12 @@
     python -m benchmarks.near_duplicates --work /tmp/nd  # keep (and reuse) the built set
 
 The set is built in a temporary folder from Flickr8K (nothing is written into the data folder or
-the repository): originals drawn with a fixed seed, each with five copies (resized to 40-70 %,
+the repository): originals drawn with a fixed seed, each with seven copies (resized to 40-70 %,
 cropped by 3-10 % of each side's length in all, re-encoded at JPEG quality 20-50, brightness
-changed by 15-30 %, mirrored), in *families* of similar scenes: an anchor photo, its nearest
-Flickr8K photo by caption text (TF-IDF over its five captions: the same activity, e.g. dogs
-running on grass), also with five copies, and the next nearest as a distinct photo without
+changed by 15-30 %, mirrored, turned by 90, 180 or 270 degrees without an EXIF orientation,
+letterboxed to 16:9 with black bars), in *families* of similar scenes: an anchor photo, its
+nearest Flickr8K photo by caption text (TF-IDF over its five captions: the same activity, e.g. dogs
+running on grass), also with seven copies, and the next nearest as a distinct photo without
 copies. Every file derived from one original is a true pair; everything else is not.
 
 Families are split in halves by a hash of the anchor's name: the ``dev`` half chooses the
@@ -51,7 +52,7 @@ from xmodal.index.duplicates import (
 from xmodal.paths import data_root
 
 SEED = 0
-COPIES = ("resized", "cropped", "reencoded", "brightness", "mirrored")
+COPIES = ("resized", "cropped", "reencoded", "brightness", "mirrored", "turned", "letterboxed")
 SESSION_GAP = 100  # Flickr photo ids this close: one photographer's session (distinct shots)
 TARGET = {"precision": 0.98, "recall": 0.95}  # dev selection, with a margin over 0.95 / 0.90
 EVIDENCE_FROM = 0.40  # candidate pairs collected from this cosine (the grid starts there)
@@ -126,7 +127,7 @@ def families(root: Path, n: int, seed: int = SEED) -> list[dict]:
 
 
 def make_copies(src: Path, folder: Path, stem: str, rng: np.random.Generator) -> dict[str, Path]:
-    """The original (copied as is) and its five edited copies, as JPEGs in ``folder``."""
+    """The original (copied as is) and its seven edited copies, as JPEGs in ``folder``."""
     from PIL import Image, ImageEnhance, ImageOps
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -144,6 +145,12 @@ def make_copies(src: Path, folder: Path, stem: str, rng: np.random.Generator) ->
         factor = rng.choice([-1, 1]) * rng.uniform(0.15, 0.30) + 1
         edits["brightness"] = (ImageEnhance.Brightness(im).enhance(factor), 90)
         edits["mirrored"] = (ImageOps.mirror(im), 90)
+        turn = rng.choice(["ROTATE_90", "ROTATE_180", "ROTATE_270"])  # pixels turned, no EXIF
+        edits["turned"] = (im.transpose(getattr(Image.Transpose, turn)), 90)
+        frame = (w, round(w * 9 / 16)) if w / h > 16 / 9 else (round(h * 16 / 9), h)
+        boxed = Image.new("RGB", frame)  # black bars: a 16:9 letterboxed (pillarboxed) copy
+        boxed.paste(im, ((frame[0] - w) // 2, (frame[1] - h) // 2))
+        edits["letterboxed"] = (boxed, 90)
         for kind, (image, quality) in edits.items():
             out[kind] = folder / f"{stem}-{kind}.jpg"
             image.save(out[kind], "JPEG", quality=quality)
@@ -257,7 +264,7 @@ def time_cli(db: Path, runs: int = 2) -> list[dict]:
     import sqlite3
 
     with sqlite3.connect(db) as conn:
-        conn.execute("DROP TABLE IF EXISTS photo_hashes")
+        conn.execute("DELETE FROM photo_hashes")
     out = []
     for n in range(runs):
         t0 = time.perf_counter()
@@ -299,7 +306,7 @@ def scale_check(n: int, dim: int = 768, seed: int = SEED) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--families", type=int, default=120,
-                    help="families in all (14-16 photos each), split in dev and report halves")
+                    help="families in all (18-20 photos each), split in dev and report halves")
     ap.add_argument("--work", type=Path, default=None,
                     help="folder for the built set and indexes (kept; reused when present)")
     ap.add_argument("--data", type=Path, default=None, help="Flickr8K folder")

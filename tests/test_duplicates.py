@@ -175,6 +175,109 @@ def test_candidate_pairs_in_blocks_match_the_full_matrix(monkeypatch):
     assert np.bincount(i).max() == 2
 
 
+# ----- the keep rule on camera photos -----------------------------------------------------------
+EDITOR = "Adobe Photoshop Lightroom Classic 13.0 (Windows)"
+
+
+def camera_families(flickr8k_root: Path, root: Path, n: int = 3) -> dict[str, dict[str, Path]]:
+    """Per Flickr8K photo: the camera original (EXIF date taken and camera, the oldest file but
+    not the largest) and copies made the way people make them: brightened at the same size by
+    an editor that keeps the EXIF and names itself, brightened and saved as PNG (no EXIF),
+    letterboxed to 16:9 at a larger size with the EXIF kept, turned 90° without an EXIF
+    orientation (EXIF dropped), and re-encoded at JPEG quality 30 with the EXIF kept."""
+    import piexif
+    from exif_photos import CAMERAS, Planned, exif_bytes
+
+    images = sorted((flickr8k_root / "Flicker8k_Dataset").glob("*.jpg"))[10:10 + n]
+    if len(images) < n:
+        pytest.skip(f"Flickr8K photos missing under {flickr8k_root}")
+    out = {}
+    for k, src in enumerate(images):
+        folder = root / f"f{k}"
+        folder.mkdir(parents=True)
+        exif = exif_bytes(Planned("x", f"2019-0{k + 1}-11T10:20:30", None, "lisbon",
+                                  CAMERAS[k % len(CAMERAS)]))
+        edited = piexif.load(exif)
+        edited["0th"][piexif.ImageIFD.Software] = EDITOR.encode()
+        with Image.open(src) as im:
+            im = im.convert("RGB")
+        w, h = im.size
+        bright = ImageEnhance.Brightness(im).enhance(1.25)
+        canvas = Image.new("RGB", (round(h * 1.5 * 16 / 9), round(h * 1.5)))  # black 16:9
+        big = im.resize((round(w * 1.5), round(h * 1.5)), Image.LANCZOS)
+        canvas.paste(big, ((canvas.width - big.width) // 2, 0))
+        paths = {name: folder / name for name in (
+            "original.jpg", "brightened.jpg", "brightened.png", "letterboxed.jpg",
+            "turned.jpg", "reencoded.jpg")}
+        im.save(paths["original.jpg"], quality=80, exif=exif)
+        bright.save(paths["brightened.jpg"], quality=97, exif=piexif.dump(edited))
+        bright.save(paths["brightened.png"])
+        canvas.save(paths["letterboxed.jpg"], quality=92, exif=exif)
+        im.transpose(Image.Transpose.ROTATE_90).save(paths["turned.jpg"], quality=90)
+        im.save(paths["reencoded.jpg"], quality=30, exif=exif)
+        for n_, p in enumerate(paths.values()):  # the original first, copies later
+            os.utime(p, (1_700_000_000 + 60 * n_, 1_700_000_000 + 60 * n_))
+        out[f"f{k}"] = paths
+    return out
+
+
+def test_the_camera_original_is_kept_and_turned_and_letterboxed_copies_found(flickr8k_root,
+                                                                               tmp_path):
+    """Ties used to go to the larger file: a same-size brightened copy was kept over its
+    original, every larger letterboxed copy won, and a copy turned 90° was never grouped."""
+    root = tmp_path / "photos"
+    families = camera_families(flickr8k_root, root)
+    db = index_folder(root, tmp_path / "photos.db")
+    sizes = {name: p.stat().st_size for name, p in families["f0"].items()}
+    assert len(set(sizes.values())) == len(sizes)  # no tie on the file size to fall back on
+    assert families["f0"]["brightened.png"].stat().st_size > \
+        families["f0"]["original.jpg"].stat().st_size
+    groups = dup.find_duplicates(PhotoIndex(db, create=False))
+    found = sorted(sorted(Path(m.path).name for m in g.members) for g in groups)
+    assert found == [sorted(paths) for paths in families.values()]  # every copy, no mix-up
+    for g in groups:
+        assert Path(g.keep.path).name == "original.jpg", [m.path for m in g.members]
+        assert g.keep.camera_original and g.keep.why.startswith("kept: the camera original")
+        why = {Path(m.path).name: m.why for m in g.members}
+        assert why["brightened.jpg"] == f"edited with {EDITOR}"
+        assert why["brightened.png"] == "no camera date in its EXIF"
+        assert why["turned.jpg"] == "turned 90° anticlockwise; no camera date in its EXIF"
+        assert why["letterboxed.jpg"].startswith("letterboxed: a ")
+        assert why["reencoded.jpg"] == "a newer file"
+        boxed = next(m for m in g.members if m.path.endswith("letterboxed.jpg"))
+        assert boxed.content_pixels > g.keep.pixels  # the larger picture, and still not kept
+        assert abs(boxed.content_width / boxed.content_height - g.keep.width / g.keep.height) \
+            < 0.02
+    res = runner.invoke(app, ["duplicates", "--db", str(db), "--json", "-q"])
+    out = json.loads(res.stdout)["groups"][0]
+    assert out["reason"].startswith("kept: the camera original")
+    member = out["members"][1]
+    assert {"why", "camera_original", "content_width", "software", "turned"} <= set(member)
+    table = runner.invoke(app, ["duplicates", "--db", str(db), "-q"], terminal_width=200)
+    assert "edited with Adobe" in " ".join(table.output.split())
+
+
+def test_borders_are_trimmed_only_where_both_sides_have_one():
+    picture = pattern(7, (200, 150, 90), size=(400, 300))
+    def near(box, want):  # found on a copy of at most 256 pixels a side: within 2 of them
+        return all(abs(a - b) <= 2 * max(want) / 256 for a, b in zip(box, want))
+
+    letterboxed = Image.new("RGB", (400, 400))
+    letterboxed.paste(picture, (0, 50))
+    assert near(dup.content_box(letterboxed), (0, 50, 400, 350))
+    framed = Image.new("RGB", (440, 340), (255, 255, 255))
+    framed.paste(picture, (20, 20))
+    assert near(dup.content_box(framed), (20, 20, 420, 320))
+    dark_sky = Image.new("RGB", (400, 360))
+    dark_sky.paste(picture, (0, 60))  # black along the top edge only: no added border
+    assert dup.content_box(dark_sky) == (0, 0, 400, 360)
+    assert dup.content_box(picture) == (0, 0, 400, 300)
+    hashes = dup.perceptual_hashes(picture)
+    turned = dup.perceptual_hashes(picture.transpose(Image.Transpose.ROTATE_270))
+    assert min(bin(hashes[0] ^ t).count("1") for t in turned) <= 2
+    assert bin(hashes[0] ^ turned[0]).count("1") > 10
+
+
 # ----- command line ---------------------------------------------------------------------------
 def test_cli_json_shape(collection):
     root, families, db = collection
@@ -184,7 +287,7 @@ def test_cli_json_shape(collection):
     assert out["threshold"] == dup.THRESHOLD and out["hash_weight"] == dup.HASH_WEIGHT
     assert len(out["groups"]) == 3
     group = out["groups"][0]
-    assert set(group) == {"keep", "size", "extra_bytes", "members"}
+    assert set(group) == {"keep", "reason", "size", "extra_bytes", "members"}
     assert group["size"] == 5 == len(group["members"])
     member = group["members"][0]
     assert {"path", "bytes", "width", "height", "date", "date_source", "sha1", "similarity",
@@ -224,7 +327,7 @@ def test_move_then_undo_restores_identical_files(collection, tmp_path):
 
 def test_moved_copies_leave_the_search_results(collection, tmp_path):
     """After --move-to, searches used to list the moved copies at paths that no longer exist
-    (until the next 'xmodal index'); after --undo, indexing finds them again."""
+    (until the next 'xmodal index'); after --undo, they are back in the index at once."""
     from fake_models import ColourModel
 
     root, families, db = collection
@@ -244,9 +347,9 @@ def test_moved_copies_leave_the_search_results(collection, tmp_path):
     assert json.loads(res.stdout)["moved"]["unindexed"] == 12
     assert searched() == {p for p in before if Path(p).exists()} and len(before) == 18
     res = runner.invoke(app, ["duplicates", "--undo", str(log), "-q"])
-    assert "'xmodal index FOLDER' makes them searchable again" in res.output
-    index_folder(root, db)
-    assert searched() == before
+    said = " ".join(res.output.split())
+    assert "and into the index" in said and "(not embedded again)" in said
+    assert searched() == before  # back in the index at once
     from xmodal.index.photo_index import writer_lock
 
     with writer_lock(db):  # an 'xmodal index' at work: the files move, the index waits
@@ -254,6 +357,36 @@ def test_moved_copies_leave_the_search_results(collection, tmp_path):
                                   str(tmp_path / "aside2"), "-q"])
     assert res.exit_code == 0 and "another 'xmodal index' is updating" in res.output
     assert not (root / "sea" / "small.png").exists()
+
+
+def test_undo_embeds_nothing_again(collection, tmp_path):
+    """Undoing --move-to used to leave the restored photos out of the index until 'xmodal
+    index' embedded every one of them again; their vectors are kept by content now."""
+    from fake_models import CountingColourModel
+
+    root, families, db = collection
+    index = PhotoIndex(db, model=CountingColourModel())
+    before = {r.path for r in index.find("blue", 30, min_relevance=0).results}
+    index.close()
+    for n, via_cli in enumerate((True, False)):
+        log = tmp_path / f"moves{n}.jsonl"
+        res = runner.invoke(app, ["duplicates", "--db", str(db), "--move-to",
+                                  str(tmp_path / f"aside{n}"), "--log", str(log), "-q"])
+        assert res.exit_code == 0, res.output
+        CountingColourModel.embedded = 0
+        if via_cli:  # the command puts them back into the index the log names
+            res = runner.invoke(app, ["duplicates", "--undo", str(log), "--json", "-q"])
+            assert json.loads(res.stdout)["reindexed"] == 12
+        else:  # moved back without the index: the next 'xmodal index' finds their vectors
+            assert dup.undo_moves(log).reindexed == 0
+        index = PhotoIndex(db, model=CountingColourModel())
+        stats = index.update(root, progress=False)
+        assert CountingColourModel.embedded == 0  # not one photo embedded again
+        assert (stats.unchanged, stats.reused) == ((18, 0) if via_cli else (6, 12))
+        assert {r.path for r in index.find("blue", 30, min_relevance=0).results} == before
+        assert index.store.conn.execute("SELECT COUNT(*) FROM retired_vectors").fetchone()[0] \
+            == (0 if via_cli else 12)
+        index.close()
 
 
 def test_a_crash_mid_move_is_undone_from_the_log(collection, tmp_path, monkeypatch):
@@ -387,9 +520,10 @@ def test_duplicates_page_on_a_phone(app_for):
 
 # ----- real photos ------------------------------------------------------------------------------
 def test_real_photos_with_the_default_model(flickr8k_root, tmp_path):
-    """Three Flickr8K photos with resized, cropped, mirrored and re-encoded copies, and two
-    other shots of one photographer's session: the default model and thresholds group exactly
-    the copies."""
+    """Three Flickr8K photos with resized, cropped, mirrored, re-encoded, turned (90°, no EXIF
+    orientation) and letterboxed copies, and two other shots of one photographer's session: the
+    default model and thresholds group exactly the copies (turned and letterboxed copies used to
+    be missed)."""
     images = flickr8k_root / "Flicker8k_Dataset"
     shots = ["241347760_d44c8d3a01.jpg", "241347803_afb04b12c4.jpg", "241347823_6b25c3e58e.jpg",
              "1000268201_693b08cb0e.jpg", "1001773457_577c3a7d70.jpg"]
@@ -407,12 +541,19 @@ def test_real_photos_with_the_default_model(flickr8k_root, tmp_path):
             im.crop((w // 20, h // 20, w, h)).save(root / f"{s}-crop.jpg", quality=90)
             ImageOps.mirror(im).save(root / f"{s}-mirror.jpg", quality=90)
             im.save(root / f"{s}-q30.jpg", quality=30)
+            im.transpose(Image.Transpose.ROTATE_270).save(root / f"{s}-turned.jpg", quality=90)
+            boxed = Image.new("RGB", (round(h * 16 / 9), h))  # 16:9, black bars
+            boxed.paste(im, ((boxed.width - w) // 2, 0))
+            boxed.save(root / f"{s}-boxed.jpg", quality=90)
     db = tmp_path / "photos.db"
     index = open_photo_index(db, create=True)  # the default model
     index.update(root, progress=False)
     groups = dup.find_duplicates(index)
     index.close()
     found = sorted(sorted(Path(m.path).name for m in g.members) for g in groups)
-    expected = sorted(sorted([s] + [f"{s}-{k}.jpg" for k in ("small", "crop", "mirror", "q30")])
+    expected = sorted(sorted([s] + [f"{s}-{k}.jpg" for k in ("small", "crop", "mirror", "q30",
+                                                             "turned", "boxed")])
                       for s in (shots[0], shots[3], shots[4]))
     assert found == expected  # the other two shots of the session stay out
+    for g in groups:  # no copy has a camera's EXIF: the largest picture, then the oldest file
+        assert "-" not in Path(g.keep.path).name, [m.why for m in g.members]

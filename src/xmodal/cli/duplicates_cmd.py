@@ -39,6 +39,7 @@ def _print_groups(groups) -> None:
     table.add_column("size", justify="right", no_wrap=True)
     table.add_column("date", no_wrap=True)
     table.add_column("sim", justify="right", no_wrap=True)
+    table.add_column("why", overflow="fold", min_width=12, ratio=1)
     for n, g in enumerate(groups, start=1):
         for k, m in enumerate(g.members):
             res = f"{m.width}x{m.height}" if m.width and m.height else "?"
@@ -47,7 +48,7 @@ def _print_groups(groups) -> None:
                                                              else "")
             shown = os.path.relpath(m.path, common) if relative else m.path
             table.add_row(str(n) if k == 0 else "", mark, shown, res, _size(m.bytes), date,
-                          "" if m.keep else f"{m.similarity:.2f}")
+                          "" if m.keep else f"{m.similarity:.2f}", m.why)
         table.add_section()
     output.print(table)
     extra = sum(len(g.extra) for g in groups)
@@ -59,11 +60,32 @@ def _print_groups(groups) -> None:
 def _unindex(index, paths: list[str]) -> int:
     """Drop moved files from the index; with another writer at work, say so and go on."""
     try:
-        return index.remove(paths)
+        return index.remove(paths, keep_vectors=True)  # --undo puts them back, not embedded
     except XmodalError:  # the writer lock: an 'xmodal index' (or --watch) is at work
         console.print("[yellow]warning:[/] another 'xmodal index' is updating the index: until "
                       "it or the next one ends, searches may list the moved files where they were")
         return 0
+
+
+def _undo(log: Path, db: Path | None, quiet: bool):
+    """Move a log's files back, and into the photo index they came from (--db, else the one
+    the log names) where it still exists."""
+    from xmodal.index import PhotoIndex
+    from xmodal.index import duplicates as dup
+
+    path = db or dup.log_database(log)
+    index = None
+    if path is not None and Path(path).is_file():
+        index = PhotoIndex(path, create=False)
+    try:
+        report = dup.undo_moves(log, progress=not quiet, index=index)
+        if report.index_busy:
+            console.print("[yellow]warning:[/] another 'xmodal index' is updating the index: the "
+                          "next 'xmodal index' puts the files back into it (not embedded again)")
+        return report
+    finally:
+        if index is not None:
+            index.close()
 
 
 @app.command("duplicates")
@@ -78,8 +100,10 @@ def duplicates_command(
     under: Path | None = typer.Option(
         None, "--under", help="Only photos inside this folder (at any depth)."),
     as_json: bool = typer.Option(
-        False, "--json", help="Print JSON: {db, threshold, hash_weight, groups: [{keep, size, "
-        "extra_bytes, members: [{path, bytes, width, height, date, keep, ...}]}], moved?}"),
+        False, "--json", help="Print JSON: {db, threshold, hash_weight, groups: [{keep, reason, "
+        "size, extra_bytes, members: [{path, bytes, width, height, content_width, "
+        "content_height, date, date_original, camera, software, camera_original, turned, keep, "
+        "why, ...}]}], moved?}"),
     move_to: Path | None = typer.Option(
         None, "--move-to", help="Move every photo that is not its group's suggested keep into "
         "this folder (its absolute path mirrored below it). Logged first; nothing is deleted."),
@@ -94,10 +118,13 @@ def duplicates_command(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
 ) -> None:
     """Find groups of near-duplicate photos (resized, cropped, re-encoded, edited or mirrored
-    copies, bursts, byte-identical files) in the photo index, from the stored embeddings and a
-    perceptual hash. Each group lists its suggested keep first (largest resolution, then the
-    oldest). Nothing is moved or deleted unless you ask with --move-to; --undo LOG puts the
-    moved files back.
+    copies, copies turned by 90/180/270 degrees, letterboxed copies, bursts, byte-identical
+    files) in the photo index, from the stored embeddings and a perceptual hash. Each group
+    lists its suggested keep first, the camera original (EXIF date taken and camera, no editing
+    software; then the earliest date taken, the most pixels inside uniform borders, the oldest
+    file), and says why each photo is or is not kept. Nothing is moved or deleted unless you
+    ask with --move-to; --undo LOG puts the moved files back (and into the index, without
+    embedding them again).
 
     Examples:
 
@@ -116,13 +143,16 @@ def duplicates_command(
     if undo is not None:
         if move_to is not None:
             raise XmodalError("give either --undo LOG or --move-to DIR, not both")
-        report = dup.undo_moves(undo, progress=not quiet)
+        report = _undo(undo, db, quiet)
         if as_json:
             typer.echo(json.dumps(report.to_dict(), indent=2))
             return
+        left = len(report.restored) - report.reindexed
         console.print(f"moved {len(report.restored)} file(s) back from the log {undo}"
-                      + ("; 'xmodal index FOLDER' makes them searchable again"
-                         if report.restored else ""))
+                      + (f" and into the index {report.db} (not embedded again)"
+                         if report.reindexed else "")
+                      + (f"; 'xmodal index FOLDER' makes {left} of them searchable again"
+                         if left else ""))
         for s in report.skipped:
             console.print(f"  [yellow]left:[/] {s['path']}: {s['reason']}")
         return
@@ -140,7 +170,7 @@ def duplicates_command(
         moved, unindexed = None, 0
         if move_to is not None:
             moved = dup.move_duplicates(groups, move_to, log, progress=not quiet,
-                                        dry_run=dry_run)
+                                        dry_run=dry_run, db=index.db_path)
             if moved.moved and not dry_run:  # else searches list paths that are gone
                 unindexed = _unindex(index, [m["from"] for m in moved.moved])
     finally:

@@ -35,6 +35,7 @@ import errno
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from collections.abc import Iterable, Iterator
@@ -46,6 +47,8 @@ from typing import Any
 import numpy as np
 
 from xmodal.errors import XmodalError
+from xmodal.index.metadata import Origin, read_metadata, read_origin
+from xmodal.index.photo_index import writer_lock
 from xmodal.index.scan import load_checked, read_bytes
 from xmodal.index.store import Store
 
@@ -54,6 +57,13 @@ from xmodal.index.store import Store
 # on dev (0.51-0.64); 0.58 is its middle. The embeddings alone (weight 0) reach neither.
 THRESHOLD = 0.58  # the cosine two photos with the same perceptual hash need
 HASH_WEIGHT = 1.5  # how much each differing hash bit raises it (times 1/64)
+# A pair whose pictures' pHashes differ in at most this many bits, in some orientation, is the
+# same picture (a copy turned 90°, 180° or 270°: its embedding's cosine to the original fell
+# to 0.41-0.71 on Flickr8K photos with the default model) once its cosine reaches the floor
+# the near-duplicate benchmark collects pairs from (EVIDENCE_FROM); distinct photos of one
+# scene differ in 10 or more bits (benchmarks/near_duplicates.py).
+SAME_PICTURE_BITS = 4
+SAME_PICTURE_COSINE = 0.40
 MAX_NEIGHBOURS = 64  # candidates kept per photo (a guard against huge near-identical sets)
 BLOCK_FLOATS = 1 << 24  # similarities computed at once (64 MB of float32)
 HASH_BATCH = 64  # hashes written per transaction
@@ -64,7 +74,10 @@ LOG_KIND = "xmodal-duplicates-moves"
 @dataclass
 class Member:
     """One photo of a group. ``date``: when it was taken (``photo_meta.taken_at``) where
-    known, else the file's modification time (``date_source = "mtime"``)."""
+    known, else the file's modification time (``date_source = "mtime"``). ``content_width`` x
+    ``content_height``: its picture without uniform borders; ``date_original``, ``camera``,
+    ``software``: what its EXIF says of its origin. ``why``: for the suggested keep, why it is
+    kept; for the others, why not (see :func:`choose_keep`)."""
 
     file_id: int
     path: str
@@ -74,16 +87,46 @@ class Member:
     date: str | None
     date_source: str
     sha1: str | None
+    mtime_ns: int = 0
+    content_width: int | None = None
+    content_height: int | None = None
+    date_original: str | None = None
+    camera: str | None = None
+    software: str | None = None
+    turned: str = ""  # how it is turned or mirrored relative to the keep ("rotated 90°")
     similarity: float = 1.0  # cosine to the suggested keep
     identical: bool = False  # the same bytes as the suggested keep
     keep: bool = False
+    why: str = ""
 
     @property
     def pixels(self) -> int:
         return (self.width or 0) * (self.height or 0)
 
+    @property
+    def content_pixels(self) -> int:
+        """Pixels of the picture inside any uniform border (the whole image when unknown)."""
+        if self.content_width and self.content_height:
+            return self.content_width * self.content_height
+        return self.pixels
+
+    @property
+    def bordered(self) -> bool:
+        """Whether uniform borders take more than 2% of the image (a letterboxed copy)."""
+        return self.pixels > 0 and self.content_pixels < 0.98 * self.pixels
+
+    @property
+    def edited(self) -> bool:
+        return is_editor(self.software)
+
+    @property
+    def camera_original(self) -> bool:
+        """EXIF date taken (DateTimeOriginal) and camera present, no editor named."""
+        return bool(self.date_original and self.camera) and not self.edited
+
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        return {**asdict(self), "camera_original": self.camera_original,
+                "bordered": self.bordered}
 
 
 @dataclass
@@ -106,17 +149,21 @@ class DuplicateGroup:
         return sum(m.bytes for m in self.extra)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"keep": self.keep.path, "size": len(self.members),
+        return {"keep": self.keep.path, "reason": self.keep.why, "size": len(self.members),
                 "extra_bytes": self.extra_bytes, "members": [m.to_dict() for m in self.members]}
 
 
 @dataclass(frozen=True)
 class Thresholds:
-    """The pair rule: ``cosine - hash_weight * hash_distance / 64 >= threshold``
-    (``hash_weight`` 0: the embeddings alone decide)."""
+    """The pair rule: ``cosine - hash_weight * hash_distance / 64 >= threshold``, or the same
+    picture: a hash distance of at most ``same_picture_bits`` (in any of the eight orientations)
+    and a cosine of at least ``same_picture_cosine`` (a copy turned by 90°, whose embedding
+    moves far, or heavily edited). ``hash_weight`` 0: the embeddings alone decide."""
 
     threshold: float = THRESHOLD
     hash_weight: float = HASH_WEIGHT
+    same_picture_bits: int = SAME_PICTURE_BITS
+    same_picture_cosine: float = SAME_PICTURE_COSINE
 
     def __post_init__(self) -> None:
         if not -1.0 <= self.threshold <= 1.0:
@@ -129,6 +176,13 @@ class Thresholds:
     def hash_needed_below(self) -> float:
         """Pairs with a cosine at least this pass whatever their hashes: not hashed."""
         return self.threshold + self.hash_weight
+
+    @property
+    def candidates_from(self) -> float:
+        """The lowest cosine of a pair either rule can accept."""
+        if self.hash_weight == 0:  # the embeddings alone: no hashes, no same-picture rule
+            return self.threshold
+        return min(self.threshold, self.same_picture_cosine)
 
 
 # ----- candidate pairs ----------------------------------------------------------------------------
@@ -172,32 +226,150 @@ def candidate_pairs(vecs: np.ndarray, threshold: float, max_neighbours: int = MA
 
 
 # ----- perceptual hashes --------------------------------------------------------------------------
-def perceptual_hashes(image: Any) -> tuple[str, str]:
-    """(pHash, pHash of the mirror image) of a PIL image, as 16 hex digits each."""
-    import imagehash
-    from PIL import ImageOps
+# the eight ways to turn or mirror a picture, in the order of Fingerprint.dihedral
+TURNS = (None, "ROTATE_90", "ROTATE_180", "ROTATE_270", "FLIP_LEFT_RIGHT", "TRANSPOSE",
+         "FLIP_TOP_BOTTOM", "TRANSVERSE")
+# what a copy whose picture matches the keep's after TURNS[k] is, relative to the keep
+TURN_NAMES = ("", "turned 90° clockwise", "turned 180°", "turned 90° anticlockwise", "mirrored",
+              "mirrored and turned", "flipped upside down", "mirrored and turned")
+BORDER_TOLERANCE = 16  # grey levels from the border colour that still count as border
+BORDER_SHARE = 0.98  # of a row's (column's) pixels within it: that row is border
+# Names in a Software (or XMP CreatorTool) tag that say an editor wrote the file; cameras put
+# their firmware there ("HDR+ 1.0.3", "17.1", "Ver.1.00"), which does not count.
+EDITORS = re.compile(
+    r"photoshop|lightroom|gimp|snapseed|picasa|windows photo|^photos \d|affinity|pixelmator|"
+    r"darktable|rawtherapee|capture one|acdsee|paint\.net|imagemagick|graphicsmagick|"
+    r"instagram|vsco|luminar|facetune|canva|polarr|dxo|fotor|paintshop|corel|irfanview|"
+    r"xnview|shotwell|digikam|aperture|iphoto|photoscape|pixlr|picsart|photo ?editor|"
+    r"lightzone|on1 photo|skylum|photopea|krita", re.IGNORECASE)
 
+
+def is_editor(software: str | None) -> bool:
+    """Whether a Software tag names an image editor (not a camera's firmware)."""
+    return bool(software) and EDITORS.search(software) is not None
+
+
+@dataclass
+class Fingerprint:
+    """What ``xmodal duplicates`` reads from one file: its content SHA-1, the pHashes of the
+    picture inside any uniform border in its eight orientations (:data:`TURNS`), that picture's
+    size in the file's pixels, and the file's EXIF origin. ``reason``: why it has no hashes."""
+
+    sha1: str | None
+    dihedral: tuple[int, ...] | None = None
+    content: tuple[int, int] | None = None
+    origin: Origin = field(default_factory=Origin)
+    reason: str | None = None
+
+    @property
+    def plain(self) -> int | None:
+        return self.dihedral[0] if self.dihedral else None
+
+
+def content_box(image: Any) -> tuple[int, int, int, int]:
+    """(left, top, right, bottom) of the picture inside added uniform borders (letterbox or
+    pillarbox bars, a plain frame), in ``image``'s pixels. A border is a band of rows (columns)
+    where :data:`BORDER_SHARE` of the pixels lie within :data:`BORDER_TOLERANCE` grey levels of
+    the edges' median colour, on both opposite sides (each at least 1% of the image), so a dark
+    sky along one edge is no border. The whole image where trimming leaves under a third."""
+    from PIL import Image
+
+    w, h = image.size
+    scale = max(w, h) / 256
     grey = image.convert("L")
-    return str(imagehash.phash(grey)), str(imagehash.phash(ImageOps.mirror(grey)))
+    if scale > 1:
+        grey = grey.resize((max(1, round(w / scale)), max(1, round(h / scale))), Image.BILINEAR)
+    a = np.asarray(grey, dtype=np.int16)
+    edge = np.median(np.concatenate([a[0], a[-1], a[:, 0], a[:, -1]]))
+    flat = np.abs(a - edge) <= BORDER_TOLERANCE
+    top, bottom = _bands(flat.mean(1) >= BORDER_SHARE)
+    left, right = _bands(flat.mean(0) >= BORDER_SHARE)
+    if (bottom - top) * (right - left) < a.size / 3:
+        return 0, 0, w, h
+    sy, sx = h / a.shape[0], w / a.shape[1]
+    return (int(round(left * sx)), int(round(top * sy)), int(round(right * sx)),
+            int(round(bottom * sy)))
 
 
-def hash_file(path: str) -> tuple[str | None, str | None, str | None, str | None]:
-    """(content sha1, phash, mirrored phash, reason when it cannot be hashed) of a file."""
-    data, reason = read_bytes(path)
-    if data is None:
-        return None, None, None, reason
+def _bands(border: np.ndarray) -> tuple[int, int]:
+    """(start, stop) of what lies between the border bands at both ends of a row of flags;
+    (0, n) unless both ends have a band of at least 1% of n."""
+    n = len(border)
+    inside = np.flatnonzero(~border)
+    if not len(inside):
+        return 0, n
+    start, stop = int(inside[0]), int(inside[-1]) + 1
+    least = max(1, int(np.ceil(0.01 * n)))
+    return (start, stop) if start >= least and n - stop >= least else (0, n)
+
+
+def perceptual_hashes(image: Any) -> tuple[int, ...]:
+    """The pHashes (64-bit DCT hash, ``imagehash.phash``) of a PIL image in its eight
+    orientations (:data:`TURNS`): the first is the image's own, the fifth its mirror image's."""
+    import imagehash
+    from PIL import Image
+
+    small = image.convert("L").resize((32, 32), Image.LANCZOS)  # what phash reads anyway
+    out = []
+    for turn in TURNS:
+        turned = small if turn is None else small.transpose(getattr(Image.Transpose, turn))
+        out.append(int(str(imagehash.phash(turned)), 16))
+    return tuple(out)
+
+
+def fingerprint(path: str, data: bytes) -> Fingerprint:
+    """The :class:`Fingerprint` of a file's bytes."""
     sha1 = hashlib.sha1(data).hexdigest()
+    origin = read_origin(path, data)
     image, reason = load_checked(path, data)
     if image is None:
-        return sha1, None, None, reason
-    return sha1, *perceptual_hashes(image), None
+        return Fingerprint(sha1, origin=origin, reason=reason)
+    box = content_box(image)
+    full_w, full_h = image.info.get("original_size", image.size)
+    content = (round((box[2] - box[0]) * full_w / image.width),
+               round((box[3] - box[1]) * full_h / image.height))
+    picture = image if box == (0, 0, *image.size) else image.crop(box)
+    return Fingerprint(sha1, perceptual_hashes(picture), content, origin)
+
+
+def hash_file(path: str) -> Fingerprint:
+    """The :class:`Fingerprint` of a file (``sha1`` None when it cannot be read now)."""
+    data, reason = read_bytes(path)
+    if data is None:
+        return Fingerprint(None, reason=reason)
+    return fingerprint(path, data)
+
+
+_CACHE_COLUMNS = "sha1, dihedral, content_width, content_height, date_original, exif_camera, " \
+                 "software, reason"
+
+
+def _from_cache(row: tuple) -> Fingerprint | None:
+    sha1, dihedral, cw, ch, date, camera, software, reason = row
+    if dihedral is None and reason is None:  # cached by an older xmodal: hash it again
+        return None
+    return Fingerprint(sha1, tuple(int(x, 16) for x in dihedral.split(",")) if dihedral else
+                       None, (cw, ch) if cw and ch else None, Origin(date, camera, software),
+                       reason)
+
+
+def _to_cache(conn, f: Fingerprint, now: float) -> None:
+    d = f.dihedral
+    conn.execute(
+        "INSERT OR REPLACE INTO photo_hashes(sha1, phash, phash_mirror, reason, computed_at, "
+        "dihedral, content_width, content_height, date_original, exif_camera, software) "
+        "VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (f.sha1, f"{d[0]:016x}" if d else None, f"{d[4]:016x}" if d else None, f.reason, now,
+         ",".join(f"{x:016x}" for x in d) if d else None,
+         *(f.content or (None, None)), f.origin.date_original, f.origin.camera,
+         f.origin.software))
 
 
 def photo_hashes(store: Store, file_ids: Iterable[int], progress: bool = False,
-                 workers: int | None = None) -> dict[int, tuple[int, int]]:
-    """{file id: (pHash, mirrored pHash) as integers} of indexed photos; computed from the files
-    where the cache lacks them and written back in transactions of ``HASH_BATCH``. Photos that
-    cannot be read now are left out.
+                 workers: int | None = None) -> dict[int, Fingerprint]:
+    """{file id: :class:`Fingerprint`} of indexed photos; computed from the files where the
+    cache (table ``photo_hashes``, by content SHA-1) lacks them and written back in
+    transactions of ``HASH_BATCH``. Photos that cannot be read now are left out.
 
     The cache writes do not bump the store's generation (``Store.transaction`` would): the
     hashes are no input of the vectors or of the ANN index, which would be rebuilt for nothing.
@@ -208,22 +380,21 @@ def photo_hashes(store: Store, file_ids: Iterable[int], progress: bool = False,
     if not ids:
         return {}
     info = _file_rows(store, ids, "id, path, sha1")
-    cached: dict[str, tuple[str | None, str | None]] = {}
+    cached: dict[str, Fingerprint | None] = {}
     sha1s = sorted({row[2] for row in info if row[2]})
     for chunk in _chunks(sha1s, 900):
         marks = ",".join("?" * len(chunk))
-        for sha1, ph, pm in store.conn.execute(
-                f"SELECT sha1, phash, phash_mirror FROM photo_hashes WHERE sha1 IN ({marks})",
-                chunk):
-            cached[sha1] = (ph, pm)
-    out: dict[int, tuple[int, int]] = {}
+        for row in store.conn.execute(
+                f"SELECT {_CACHE_COLUMNS} FROM photo_hashes WHERE sha1 IN ({marks})", chunk):
+            cached[row[0]] = _from_cache(row)
+    out: dict[int, Fingerprint] = {}
     todo = []
     for fid, path, sha1 in info:
         hit = cached.get(sha1) if sha1 else None
         if hit is None:
-            todo.append((fid, path, sha1))
-        elif hit[0] and hit[1]:
-            out[fid] = (int(hit[0], 16), int(hit[1], 16))
+            todo.append((fid, path))
+        else:
+            out[fid] = hit
     if not todo:
         return out
     bar = tqdm(total=len(todo), desc="hashing", unit="photo", disable=not progress)
@@ -233,30 +404,40 @@ def photo_hashes(store: Store, file_ids: Iterable[int], progress: bool = False,
             results = list(pool.map(lambda item: hash_file(item[1]), batch))
             now = time.time()
             with store.conn:  # one transaction per batch: an interruption keeps the rest
-                for (fid, _, _), (sha1, ph, pm, reason) in zip(batch, results):
-                    if sha1 is None:  # unreadable now (moved, deleted): nothing to cache
+                for (fid, _), f in zip(batch, results):
+                    if f.sha1 is None:  # unreadable now (moved, deleted): nothing to cache
                         continue
-                    store.conn.execute(
-                        "INSERT OR REPLACE INTO photo_hashes(sha1, phash, phash_mirror, reason, "
-                        "computed_at) VALUES(?, ?, ?, ?, ?)", (sha1, ph, pm, reason, now))
-                    if ph and pm:
-                        out[fid] = (int(ph, 16), int(pm, 16))
+                    _to_cache(store.conn, f, now)
+                    out[fid] = f
             bar.update(len(batch))
     bar.close()
     return out
 
 
-def hash_distances(hashes: dict[int, tuple[int, int]], a: np.ndarray,
-                   b: np.ndarray) -> np.ndarray:
-    """Hamming distance of the pHashes of file ids ``a[k]`` and ``b[k]``: the smaller of
-    plain-to-plain and plain-to-mirrored; 65 where either has no hash."""
+def _dihedral_matrix(hashes: dict[int, Fingerprint], ids: np.ndarray) -> np.ndarray:
+    """(len(ids), 8) uint64 pHashes; all bits set where a photo has none."""
     missing = (1 << 64) - 1
-    plain_a = np.array([hashes.get(int(i), (missing, 0))[0] for i in a], dtype=np.uint64)
-    plain_b = np.array([hashes.get(int(i), (missing, 0))[0] for i in b], dtype=np.uint64)
-    mirror_b = np.array([hashes.get(int(i), (0, missing))[1] for i in b], dtype=np.uint64)
-    d = np.minimum(np.bitwise_count(plain_a ^ plain_b), np.bitwise_count(plain_a ^ mirror_b))
-    known = np.array([int(i) in hashes and int(j) in hashes for i, j in zip(a, b)], dtype=bool)
-    return np.where(known, d.astype(np.int64), 65)
+    rows = [hashes[int(i)].dihedral if int(i) in hashes and hashes[int(i)].dihedral else
+            (missing,) * 8 for i in ids]
+    return np.array(rows, dtype=np.uint64).reshape(-1, 8)
+
+
+def hash_distances(hashes: dict[int, Fingerprint], a: np.ndarray, b: np.ndarray,
+                   turns: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
+    """Hamming distance of the pHashes of file ids ``a[k]`` and ``b[k]``: the smallest between
+    ``a``'s picture and ``b``'s in any of its eight orientations, so a mirrored copy or one
+    turned by 90°, 180° or 270° (stored turned, without an EXIF orientation) matches; 65 where
+    either has no hash. With ``turns``, also which orientation of ``b`` matched (an index
+    into :data:`TURNS`)."""
+    da, db = _dihedral_matrix(hashes, a), _dihedral_matrix(hashes, b)
+    bits = np.bitwise_count(da[:, :1] ^ db).astype(np.int64)  # (n, 8)
+    best = bits.argmin(axis=1) if len(bits) else np.zeros(0, np.int64)
+    d = bits[np.arange(len(bits)), best] if len(bits) else np.zeros(0, np.int64)
+    known = np.array([hashes.get(int(i)) is not None and hashes[int(i)].dihedral is not None
+                      and hashes.get(int(j)) is not None and hashes[int(j)].dihedral is not None
+                      for i, j in zip(a, b)], dtype=bool).reshape(-1)
+    d = np.where(known, d, 65)
+    return (d, best) if turns else d
 
 
 # ----- groups -------------------------------------------------------------------------------------
@@ -274,7 +455,11 @@ class PairEvidence:
     def confirmed(self, t: Thresholds) -> np.ndarray:
         """Which candidate pairs are duplicates under thresholds ``t``."""
         bits = np.minimum(self.hash_distance, 64)  # unknown (65): as different as can be
-        return self.cosine - t.hash_weight * bits / 64 >= t.threshold
+        ok = self.cosine - t.hash_weight * bits / 64 >= t.threshold
+        if t.hash_weight > 0:
+            ok |= (self.hash_distance <= t.same_picture_bits) & \
+                (self.cosine >= t.same_picture_cosine)
+        return ok
 
 
 def _index_vectors(index: Any, under: str | os.PathLike | None):
@@ -327,17 +512,19 @@ def find_duplicates(index: Any, threshold: float = THRESHOLD, hash_weight: float
                     progress: bool = False) -> list[DuplicateGroup]:
     """Groups of near-duplicate photos in a PhotoIndex (or its Store), largest groups first.
 
-    Each group is sorted with the suggested keep first: the largest resolution, then the
-    oldest date, then the largest file, then the path. Files that no longer exist at their
-    indexed path (moved aside by :func:`move_duplicates`, deleted) are left out."""
+    Each group is sorted with the suggested keep first (:func:`choose_keep`: the camera
+    original, then the earliest date taken, the most pixels inside uniform borders ...), each
+    member saying why it is or is not kept. Files that no longer exist at their indexed path
+    (moved aside by :func:`move_duplicates`, deleted) are left out."""
     t = Thresholds(threshold, hash_weight)
-    ev = pair_evidence(index, t.threshold, under, max_neighbours, progress,
+    ev = pair_evidence(index, t.candidates_from, under, max_neighbours, progress,
                        hash_below=t.hash_needed_below)
     return groups_from_evidence(index, ev, t)
 
 
 def groups_from_evidence(index: Any, ev: PairEvidence, t: Thresholds) -> list[DuplicateGroup]:
-    """The groups that thresholds ``t`` make of the evidence (connected components)."""
+    """The groups that thresholds ``t`` make of the evidence (connected components), each
+    with its suggested keep first (:func:`choose_keep`)."""
     store: Store = index if isinstance(index, Store) else index.store
     ok = ev.confirmed(t)
     components = connected_components(
@@ -345,24 +532,106 @@ def groups_from_evidence(index: Any, ev: PairEvidence, t: Thresholds) -> list[Du
     rows = sorted(r for members in components for r in members)
     if not rows:
         return []
-    details = _member_details(store, [int(ev.file_ids[r]) for r in rows])
-    vecs = _vectors_of(store, [int(ev.file_ids[r]) for r in rows])
+    ids = [int(ev.file_ids[r]) for r in rows]
+    details = _member_details(store, ids)
+    present = [f for f in ids if f in details and os.path.exists(details[f].path)]
+    prints = photo_hashes(store, present)  # cached: hashed while pairing, mostly
+    for f in present:
+        _add_fingerprint(details[f], prints.get(f))
+    vecs = _vectors_of(store, present)
     groups = []
     for members in components:
-        ids = [int(ev.file_ids[r]) for r in members]
-        found = [details[f] for f in ids if f in details and os.path.exists(details[f].path)]
+        found = [details[f] for f in (int(ev.file_ids[r]) for r in members)
+                 if f in details and os.path.exists(details[f].path)]
         if len(found) < 2:
             continue
-        found.sort(key=_keep_order)
+        found = choose_keep(found)
         keep = found[0]
-        keep.keep = True
-        for m in found:
+        turns = hash_distances(prints, np.full(len(found), keep.file_id),
+                               np.array([m.file_id for m in found]), turns=True)[1]
+        for m, turn in zip(found, turns):
             m.similarity = round(float(vecs[keep.file_id] @ vecs[m.file_id]), 4) \
                 if m.file_id in vecs and keep.file_id in vecs else 1.0
             m.identical = m is not keep and m.sha1 is not None and m.sha1 == keep.sha1
+            m.turned = TURN_NAMES[int(turn)] if m is not keep else ""
+        _explain(found)
         groups.append(DuplicateGroup(found))
     groups.sort(key=lambda g: (-len(g.members), g.keep.path))
     return groups
+
+
+def _add_fingerprint(m: Member, f: Fingerprint | None) -> None:
+    if f is None:
+        return
+    if f.content:
+        m.content_width, m.content_height = f.content
+    m.date_original, m.camera, m.software = (f.origin.date_original, f.origin.camera,
+                                             f.origin.software)
+
+
+PIXEL_STEP = 1.04  # pixel counts within one such factor count as the same size
+
+
+def _pixel_step(m: Member) -> int:
+    return -int(np.floor(np.log(max(m.content_pixels, 1)) / np.log(PIXEL_STEP)))
+
+
+# The keep rule, in order: the first criterion on which two photos differ decides. Each is
+# (name, key: smaller is kept, why a photo that loses on it is not kept).
+KEEP_RULE: list[tuple[str, Any, Any]] = [
+    ("the camera original (EXIF date taken and camera, no editor)",
+     lambda m: not m.camera_original,
+     lambda m, k: (f"edited with {m.software}" if m.edited else
+                   "no camera date in its EXIF" if not m.date_original else
+                   "no camera in its EXIF")),
+    ("taken first", lambda m: m.date_original or "9999",
+     lambda m, k: f"taken later ({m.date_original})"),
+    ("no added border", lambda m: m.bordered,
+     lambda m, k: (f"letterboxed: a {m.content_width}x{m.content_height} picture in "
+                   f"{m.width}x{m.height}")),
+    ("the most pixels", _pixel_step,
+     lambda m, k: f"fewer pixels ({_picture_size(m)} against {_picture_size(k)})"),
+    ("the oldest date", lambda m: m.date or "9999",
+     lambda m, k: f"a later date ({(m.date or '?').replace('T', ' ')})"),
+    ("the oldest file", lambda m: m.mtime_ns, lambda m, k: "a newer file"),
+    ("the largest file", lambda m: -m.bytes, lambda m, k: "a smaller file"),
+    ("the first path", lambda m: m.path, lambda m, k: "alike in every respect; a later path"),
+]
+
+
+def _picture_size(m: Member) -> str:
+    if m.content_width and m.content_height:
+        return f"{m.content_width}x{m.content_height}"
+    return f"{m.width}x{m.height}" if m.width and m.height else "?"
+
+
+def choose_keep(members: list[Member]) -> list[Member]:
+    """The members sorted by :data:`KEEP_RULE`, the suggested keep first (marked ``keep``):
+    the camera original (EXIF ``DateTimeOriginal`` and camera present, no editing software
+    named in ``Software``), then the earliest date taken, no added border (letterbox bars), the
+    most pixels inside such borders (counts within 4% are equal), the oldest date, the oldest
+    file, the largest file, the path."""
+    ordered = sorted(members, key=lambda m: tuple(key(m) for _, key, _ in KEEP_RULE))
+    for m in ordered:
+        m.keep = m is ordered[0]
+    return ordered
+
+
+def _explain(members: list[Member]) -> None:
+    """Fill ``why``: for each other member the first criterion it loses on (and how it is
+    turned, when it is); for the keep, the criteria it won on."""
+    keep, won, won_identical = members[0], set(), set()
+    for m in members[1:]:
+        n = next(n for n, (_, key, _) in enumerate(KEEP_RULE) if key(m) != key(keep))
+        if m.identical:
+            m.why = "the same bytes as the keep"
+            won_identical.add(n)
+            continue
+        won.add(n)
+        m.why = KEEP_RULE[n][2](m, keep)
+        if m.turned:
+            m.why = f"{m.turned}; {m.why}"
+    keep.why = "kept: " + "; then ".join(KEEP_RULE[n][0] for n in sorted(won or won_identical))
 
 
 def connected_components(n: int, pairs: Iterable[tuple[int, int]]) -> list[list[int]]:
@@ -385,10 +654,6 @@ def connected_components(n: int, pairs: Iterable[tuple[int, int]]) -> list[list[
     for r in sorted(touched):
         groups.setdefault(root(r), []).append(r)
     return [g for g in groups.values() if len(g) > 1]
-
-
-def _keep_order(m: Member) -> tuple:
-    return (-m.pixels, m.date or "9999", -m.bytes, m.path)
 
 
 def _chunks(items: list, n: int) -> Iterator[list]:
@@ -431,7 +696,7 @@ def _member_details(store: Store, ids: list[int]) -> dict[int, Member]:
             else:
                 date = dt.datetime.fromtimestamp(mtime_ns / 1e9).isoformat(timespec="seconds")
                 source = "mtime"
-            out[fid] = Member(fid, path, size, w, h, date, source, sha1)
+            out[fid] = Member(fid, path, size, w, h, date, source, sha1, mtime_ns)
     return out
 
 
@@ -462,6 +727,9 @@ class UndoReport:
     log: str
     restored: list[dict[str, str]] = field(default_factory=list)  # {"from", "to"}: moved back
     skipped: list[dict[str, str]] = field(default_factory=list)  # {"path", "reason"}
+    db: str | None = None  # the photo index the moves were made from (the log's header)
+    reindexed: int = 0  # restored files put back into that index with their kept vectors
+    index_busy: str | None = None  # why they could not be put back (another writer)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -490,14 +758,15 @@ def file_sha1(path: str | os.PathLike) -> str:
 
 def move_duplicates(groups: Iterable[DuplicateGroup], dest_dir: str | os.PathLike,
                     log_path: str | os.PathLike | None = None, progress: bool = False,
-                    dry_run: bool = False) -> MoveReport:
+                    dry_run: bool = False, db: str | os.PathLike | None = None) -> MoveReport:
     """Move every member of ``groups`` that is not the suggested keep into ``dest_dir``.
 
     Each move is appended to the JSON Lines log ``log_path`` (default
     :func:`default_log_path`) and flushed to disk before the file moves, so
     :func:`undo_moves` can put everything back even after a crash mid-way. A file whose bytes
     changed since it was indexed, or whose destination exists, is skipped with the reason;
-    nothing is ever overwritten or deleted."""
+    nothing is ever overwritten or deleted. ``db``: the photo index the groups come from,
+    recorded in the log so that :func:`undo_moves` can put the files back into it."""
     from tqdm.auto import tqdm
 
     dest = Path(os.path.abspath(Path(dest_dir).expanduser()))
@@ -521,7 +790,8 @@ def move_duplicates(groups: Iterable[DuplicateGroup], dest_dir: str | os.PathLik
         raise XmodalError(f"cannot write the move log {log}: {exc.strerror}") from exc
     with handle:
         _log_line(handle, {"kind": LOG_KIND, "version": 1, "dest": str(dest),
-                           "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds")})
+                           "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                           **({"db": os.path.abspath(db)} if db else {})})
         for m in tqdm(todo, desc="moving", unit="file", disable=not progress):
             src = Path(m.path)
             to = destination(src, dest)
@@ -552,11 +822,20 @@ def move_duplicates(groups: Iterable[DuplicateGroup], dest_dir: str | os.PathLik
 
 def read_move_log(log_path: str | os.PathLike) -> list[dict[str, str]]:
     """The moves recorded in a log, in order; a last line cut short by a crash is ignored."""
+    return _read_log(log_path)[1]
+
+
+def log_database(log_path: str | os.PathLike) -> str | None:
+    """The photo index a move log's moves were made from (None for logs without one)."""
+    return _read_log(log_path)[0].get("db")
+
+
+def _read_log(log_path: str | os.PathLike) -> tuple[dict[str, Any], list[dict[str, str]]]:
     log = Path(log_path).expanduser()
     if not log.is_file():
         raise XmodalError(f"no move log at {log}: give the file that 'xmodal duplicates "
                           "--move-to' wrote (it prints its path)")
-    moves, header = [], False
+    moves, header = [], None
     lines = log.read_text(encoding="utf-8").splitlines()
     for n, line in enumerate(lines):
         if not line.strip():
@@ -569,22 +848,24 @@ def read_move_log(log_path: str | os.PathLike) -> list[dict[str, str]]:
             raise XmodalError(f"{log} line {n + 1} is not JSON: is it a move log of 'xmodal "
                               "duplicates'?") from None
         if isinstance(entry, dict) and entry.get("kind") == LOG_KIND:
-            header = True
+            header = header or entry
         elif isinstance(entry, dict) and {"from", "to"} <= entry.keys():
             moves.append(entry)
-    if not header:
+    if header is None:
         raise XmodalError(f"{log} is not a move log of 'xmodal duplicates'")
-    return moves
+    return header, moves
 
 
-def undo_moves(log_path: str | os.PathLike, progress: bool = False) -> UndoReport:
+def undo_moves(log_path: str | os.PathLike, progress: bool = False,
+               index: Any = None) -> UndoReport:
     """Move the files recorded in a move log back where they were, newest first. A file whose
     original place is taken again, that is missing, or whose bytes changed is left where it is
-    and reported; nothing is overwritten."""
+    and reported; nothing is overwritten. ``index``: a PhotoIndex to put the restored files
+    back into with the vectors they had (:func:`reindex_restored`)."""
     from tqdm.auto import tqdm
 
-    moves = read_move_log(log_path)
-    report = UndoReport(str(Path(log_path).expanduser()))
+    header, moves = _read_log(log_path)
+    report = UndoReport(str(Path(log_path).expanduser()), db=header.get("db"))
     for entry in tqdm(list(reversed(moves)), desc="restoring", unit="file",
                       disable=not progress):
         src, to = Path(entry["from"]), Path(entry["to"])
@@ -605,8 +886,40 @@ def undo_moves(log_path: str | os.PathLike, progress: bool = False) -> UndoRepor
         except OSError as exc:
             report.skipped.append({"path": str(src), "reason": f"cannot move back: {exc}"})
             continue
-        report.restored.append({"from": str(to), "to": str(src)})
+        report.restored.append({"from": str(to), "to": str(src), "sha1": entry.get("sha1", "")})
+    if index is not None and report.restored:
+        try:
+            report.reindexed = reindex_restored(index, report.restored)
+        except XmodalError as exc:  # the writer lock: an 'xmodal index' is at work
+            report.index_busy = str(exc)
     return report
+
+
+def reindex_restored(index: Any, restored: list[dict[str, str]]) -> int:
+    """Put files moved back by :func:`undo_moves` into the photo index again with the vector
+    their content had when ``--move-to`` took them out (kept by content SHA-1, see
+    ``Store.retire_vectors``): nothing is embedded. Files whose vector is not kept (another
+    model since) are left for the next ``xmodal index``. Returns how many went back."""
+    store: Store = index.store
+    model = store.get_meta("model")
+    back = []
+    for entry in restored:
+        vec = store.vector_by_hash(entry["sha1"], model) if entry.get("sha1") and model else None
+        if vec is not None and os.path.isfile(entry["to"]):
+            st = os.stat(entry["to"])
+            back.append((entry, vec, st, read_metadata(entry["to"], mtime_ns=st.st_mtime_ns)))
+    if not back:
+        return 0
+    with writer_lock(index.db_path), store.transaction() as conn:
+        for entry, vec, st, meta in back:
+            w, h = store.size_by_hash(entry["sha1"])
+            fid = store.upsert_file(conn, entry["to"], st.st_size, st.st_mtime_ns,
+                                    entry["sha1"], w, h, "ok", None)
+            store.put_vector(conn, fid, model, vec)
+            store.put_metadata(conn, fid, meta)
+        store.unretire(conn, [entry["sha1"] for entry, *_ in back])
+    index.ann.rebuild()
+    return len(back)
 
 
 def _log_line(handle, entry: dict[str, Any]) -> None:

@@ -283,3 +283,42 @@ def km_between(lat1, lon1, lat2, lon2):
     dp, dl = p2 - p1, np.radians(np.asarray(lon2) - np.asarray(lon1))
     a = np.sin(dp / 2) ** 2 + np.cos(p1) * np.cos(p2) * np.sin(dl / 2) ** 2
     return 2 * 6371.0088 * np.arcsin(np.sqrt(np.minimum(a, 1.0)))
+
+
+SOFTWARE, PROCESSING_SOFTWARE = 0x0131, 0x000B
+_CREATOR_TOOL = re.compile(rb'CreatorTool(?:="|>)([^"<]{1,120})')
+
+
+@dataclass(frozen=True)
+class Origin:
+    """What a file's EXIF says about where it came from: the EXIF ``DateTimeOriginal`` (the
+    shutter's date, which editors keep but a ``DateTime`` alone does not prove), the camera,
+    and the ``Software`` tag (or XMP ``CreatorTool``), which cameras fill with their firmware
+    and editors with their own name."""
+
+    date_original: str | None = None
+    camera: str | None = None
+    software: str | None = None
+
+
+def read_origin(path: str, data: bytes) -> Origin:
+    """The :class:`Origin` of one file's bytes; never raises (what cannot be read is None)."""
+    raw = Path(path).suffix.lower() in RAW_EXTENSIONS
+    try:
+        exif = _exif_of(data)
+        if exif is None and raw:
+            exif = _tiff_exif(data) or _exif_of(_raw_preview(data) or b"")
+    except Exception:  # noqa: BLE001 - a strange file has no origin to tell
+        exif = None
+    software = None
+    if exif is not None:
+        meta = PhotoMeta(camera_make=_text(exif.get(MAKE)), camera_model=_text(exif.get(MODEL)))
+        software = _text(exif.get(SOFTWARE)) or _text(exif.get(PROCESSING_SOFTWARE))
+        date = parse_exif_datetime(_ifd(exif, EXIF_IFD).get(DATETIME_ORIGINAL))
+        camera = meta.camera
+    else:
+        date = camera = None
+    tool = _CREATOR_TOOL.search(data[:1 << 17])  # XMP sits near the start of the file
+    if tool and not software:
+        software = tool.group(1).decode("utf-8", "replace").strip() or None
+    return Origin(date, camera, software)

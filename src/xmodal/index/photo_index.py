@@ -445,16 +445,20 @@ class PhotoIndex:
         return self._drop([i for i, path in self.store.all_paths()
                            if not os.path.lexists(path)])
 
-    def remove(self, paths: Iterable[str | os.PathLike]) -> int:
+    def remove(self, paths: Iterable[str | os.PathLike], keep_vectors: bool = False) -> int:
         """Remove the records of these files (moved away or deleted by the caller); returns
-        how many were indexed. Unlike :meth:`prune`, nothing else is looked at."""
+        how many were indexed. Unlike :meth:`prune`, nothing else is looked at. With
+        ``keep_vectors``, their vectors stay by content (``Store.retire_vectors``): a file
+        moved back is indexed again without embedding."""
         return self._drop([i for i in (self.store.file_id(os.path.abspath(p)) for p in paths)
-                           if i is not None])
+                           if i is not None], keep_vectors)
 
-    def _drop(self, ids: list[int]) -> int:
+    def _drop(self, ids: list[int], keep_vectors: bool = False) -> int:
         """Delete these files' records under the writer lock and rebuild the ANN index."""
         if ids:
             with writer_lock(self.db_path), self.store.transaction() as conn:
+                if keep_vectors:
+                    self.store.retire_vectors(conn, ids)
                 self.store.delete_files(conn, ids)
             self.ann.rebuild()
         return len(ids)
