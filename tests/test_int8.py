@@ -83,3 +83,14 @@ def test_precision_follows_the_shipped_asset(calibration, monkeypatch, tmp_path,
     assert _cosine(q.pooled, fp.pooled).min() > 0.9
     again = extract_image_features(photos, backbone=BACKBONE, precision="int8", progress=False)
     assert np.array_equal(again.pooled, q.pooled)  # its own cache, not the fp32 rows
+
+
+def test_quantizing_says_nothing(fp32_export, calibration, tmp_path, caplog, capfd):
+    """The first use of the fast model printed ~50 warnings of onnxruntime's quantizer."""
+    import logging
+
+    with caplog.at_level(logging.DEBUG):
+        int8.quantize_effnet(fp32_export, tmp_path / "int8.onnx", calibration)
+    assert not [r for r in caplog.records if "onnxruntime" in r.pathname], \
+        [r.getMessage() for r in caplog.records][:3]
+    assert "quantiz" not in capfd.readouterr().err.lower()

@@ -2,10 +2,12 @@
 
 The format is sniffed from the content, not the file name:
 
-- **JSONL**: the first non-empty line is a JSON object; objects with ``image`` and ``caption``
-  (a pool may give ``caption`` alone, with an optional ``id``);
+- **JSONL**: the first non-empty line is a JSON object; objects with an image (``image``, ``id``,
+  ``file_name``, ``filename`` or ``path``) and a caption (``caption``, ``text``, ``sentence`` or
+  ``raw``) (a pool may give the caption alone, with an optional ``id``);
 - **TSV**: a tab on any of the first lines; ``image<TAB>caption`` per line (the first tab
-  splits, so captions may hold commas and further tabs);
+  splits, so captions may hold commas and further tabs); a header line such as
+  ``image<TAB>caption`` is skipped;
 - **CSV**: a header naming ``image`` and ``caption`` columns, or (for image-caption pairs) two
   columns per row;
 - **plain lines** (caption pools only): one caption per line.
@@ -38,6 +40,17 @@ def _text(source: str | os.PathLike | bytes, name: str | None) -> tuple[str, str
         return data.decode("utf-8-sig"), label
     except UnicodeDecodeError:
         raise XmodalError(f"{label}: not UTF-8 text") from None
+
+
+JSONL_IMAGE_KEYS = ("image", "id", "file_name", "filename", "path")
+JSONL_CAPTION_KEYS = ("caption", "text", "sentence", "raw")
+HEADER_IMAGE = {"image", "image_name", "image_id", "filename", "file_name", "file", "path", "img",
+                "id"}
+HEADER_CAPTION = {"caption", "captions", "text", "sentence", "comment", "description"}
+
+
+def _first_key(obj: dict, keys: tuple[str, ...]):
+    return next((obj[k] for k in keys if k in obj), None)
 
 
 def sniff(text: str) -> str:
@@ -89,11 +102,20 @@ def records(source: str | os.PathLike | bytes, pairs: bool, name: str | None = N
                 raise XmodalError(f"{label}:{lineno}: invalid JSON ({exc.msg})") from None
             if not isinstance(obj, dict):
                 raise XmodalError(f"{label}:{lineno}: expected an object with image and caption")
-            add(obj.get("image", obj.get("id")), obj.get("caption"), lineno)
+            caption = _first_key(obj, JSONL_CAPTION_KEYS)
+            if caption is None:
+                raise XmodalError(f"{label}:{lineno}: no caption: the object has "
+                                  f"{', '.join(map(repr, obj)) or 'no keys'}; the caption key is "
+                                  f"one of {', '.join(JSONL_CAPTION_KEYS)} and the image key one "
+                                  f"of {', '.join(JSONL_IMAGE_KEYS)}")
+            add(_first_key(obj, JSONL_IMAGE_KEYS), caption, lineno)
     elif kind == "tsv":
+        header_line = next((n for n, ln in enumerate(lines) if ln.strip()), None)
         for lineno, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
+            if lineno - 1 == header_line and _tsv_header(line):
+                continue  # "image<TAB>caption": a header, not an image called "image"
             if "\t" not in line:
                 if pairs:
                     raise XmodalError(f"{label}:{lineno}: expected image<TAB>caption")
@@ -120,6 +142,11 @@ def records(source: str | os.PathLike | bytes, pairs: bool, name: str | None = N
             if line.strip():
                 add(None, line, lineno)
     return out, label
+
+
+def _tsv_header(line: str) -> bool:
+    cells = [c.strip().lower() for c in line.split("\t")]
+    return len(cells) >= 2 and cells[0] in HEADER_IMAGE and cells[1] in HEADER_CAPTION
 
 
 def read_caption_pairs(source: str | os.PathLike | bytes) -> dict[str, list[str]]:

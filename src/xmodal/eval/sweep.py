@@ -14,6 +14,8 @@
   that is missing), with the reason; they are tried again on resume.
 - ``sweep.json``: the grid and the seed; resuming with another seed is refused.
 
+Temporary files a killed sweep leaves (``.NAME.PID.tmp``) are deleted when the sweep resumes.
+
 The tables (``results.csv`` / ``.parquet`` / ``.md``) are rendered from the cell files by
 :mod:`xmodal.eval.sweep_table`.
 """
@@ -51,11 +53,44 @@ def cell_path(out: str | os.PathLike, protocol: str, model: str) -> Path:
 def write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+_TMP = re.compile(r"^\..+\.(\d+)\.tmp(\.npz)?$")
+
+
+def remove_stale_temporaries(out: Path) -> list[Path]:
+    """Delete the temporary files that a killed sweep left in ``out`` (``.NAME.PID.tmp``, the
+    cache's ``.NAME.PID.tmp.npz``) whose process is gone; returns them."""
+    removed = []
+    for path in [*out.glob(".*.tmp*"), *out.glob(f"{CELLS}/.*.tmp*"),
+                 *out.glob(f"{CACHE}/*/.*.tmp*")]:
+        m = _TMP.match(path.name)
+        if m is None or _alive(int(m.group(1))):
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def read_cell(path: Path) -> dict[str, Any] | None:
@@ -210,6 +245,7 @@ def run_sweep(
 
     out = Path(out)
     data = dict(data or {})
+    remove_stale_temporaries(out)
     models, protocols = list(dict.fromkeys(models)), list(dict.fromkeys(protocols))
     manifest_path = out / "sweep.json"
     manifest = {"models": [], "protocols": [], "seed": seed}

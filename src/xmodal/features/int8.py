@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import os
 import tempfile
 import warnings
@@ -24,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from xmodal.errors import XmodalError
+from xmodal.quiet import dropped_logs
 
 ASSETS = Path(__file__).resolve().parents[1] / "assets" / "int8"
 FORMATS = ("qdq", "qoperator")
@@ -90,7 +92,10 @@ def quantize_effnet(fp32_path: Path, out: Path, calibration: dict,
                           "(onnxruntime >= 1.32 can)")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f"{out.name}.{os.getpid()}.tmp")
-    with tempfile.TemporaryDirectory() as work, warnings.catch_warnings():
+    # onnxruntime's quantizer logs ~50 warnings on the root logger (pre-processing advice, one
+    # per skipped node) that a first use of the fast model printed: none is about xmodal's use
+    with tempfile.TemporaryDirectory() as work, warnings.catch_warnings(), \
+            dropped_logs(lambda r: "onnxruntime" in r.pathname and r.levelno <= logging.WARNING):
         warnings.simplefilter("ignore")
         cache = Path(work) / "calibration.json"
         cache.write_text(json.dumps(calibration))

@@ -90,6 +90,16 @@ class PrecomputedEmbeddings:
         if absent:
             raise XmodalError(f"{self.path}: missing arrays {absent}; expected {list(need)} "
                               "(ids as strings, embeddings as rows)")
+        for what in ("image", "text"):
+            ids = [str(k) for k in np.asarray(arrays[f"{what}_ids"]).reshape(-1)]
+            seen: dict[str, int] = {}
+            for k in ids:
+                seen[k] = seen.get(k, 0) + 1
+            twice = [k for k, c in seen.items() if c > 1]
+            if twice:
+                raise XmodalError(f"{self.path}: {len(twice)} {what} id(s) occur more than once in "
+                                  f"{what}_ids (e.g. {twice[0]!r}, {seen[twice[0]]} times); give "
+                                  "each id one embedding row")
         self.image_index = {str(k): n for n, k in enumerate(arrays["image_ids"])}
         self.text_index = {str(k): n for n, k in enumerate(arrays["text_ids"])}
         self.image_emb, self.text_emb = arrays["image_emb"], arrays["text_emb"]

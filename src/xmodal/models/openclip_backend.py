@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from xmodal.errors import XmodalError
+from xmodal.quiet import dropped_logs
 
 _STUB_MODULES = (
     "torchvision",
@@ -253,7 +254,8 @@ def load_openclip(arch: str, checkpoint: str | Path) -> OpenClipModel:
             "(or pass a model-config .json path)"
         )
     try:
-        with _quiet_random_init():  # the weights come next, from the checkpoint
+        with dropped_logs(lambda r: "initialized randomly" in r.getMessage()):
+            # open_clip logs it before the weights come, next, from the checkpoint
             model = open_clip.create_model(arch, pretrained=None, load_weights=False,
                                            device="cpu")
         open_clip.load_checkpoint(model, str(checkpoint))
@@ -271,28 +273,6 @@ def load_openclip(arch: str, checkpoint: str | Path) -> OpenClipModel:
             f"cannot build the tokenizer of {arch} offline: {type(exc).__name__}: {exc}"
         ) from None
     return OpenClipModel(model, tokenizer, arch, checkpoint)
-
-
-class _DropRandomInit:
-    """A logging filter for open_clip's "No pretrained weights loaded ... initialized randomly",
-    which create_model(pretrained=None) logs before xmodal loads the local checkpoint."""
-
-    def filter(self, record) -> bool:
-        return "initialized randomly" not in record.getMessage()
-
-
-class _quiet_random_init:
-    def __enter__(self):
-        import logging
-
-        self.flt = _DropRandomInit()
-        logging.getLogger().addFilter(self.flt)
-
-    def __exit__(self, *exc):
-        import logging
-
-        logging.getLogger().removeFilter(self.flt)
-        return False
 
 
 def load_openclip_spec(spec: str) -> OpenClipModel:
