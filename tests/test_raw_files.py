@@ -218,7 +218,8 @@ def test_load_checked_develops_a_raw_without_preview(tmp_path):
     """No embedded preview: raw_preview falls back to LibRaw's half-size development."""
     image, reason = load_checked(str(make_dng(tmp_path / "a.dng")))
     assert reason is None and image is not None and image.mode == "RGB"
-    assert image.size == image.info["original_size"] == (W // 2, H // 2)  # half-size
+    assert image.size == (W // 2, H // 2)  # half-size
+    assert image.info["original_size"] == (W, H)  # the photo's size is the sensor's
     parts = halves(image)
     assert redder(parts["left"], parts["right"]), parts
     # the halves differ left to right only: nothing turned or mirrored
@@ -228,7 +229,8 @@ def test_load_checked_develops_a_raw_without_preview(tmp_path):
 def test_load_checked_uses_the_embedded_jpeg_preview(tmp_path):
     image, reason = load_checked(str(make_dng(tmp_path / "a.dng", preview=jpeg_preview())))
     assert reason is None and image.mode == "RGB"
-    assert image.size == image.info["original_size"] == PREVIEW  # the preview, not the Bayer
+    assert image.size == PREVIEW  # the preview is decoded, not the Bayer data
+    assert image.info["original_size"] == (W, H)  # but the photo's size is the sensor's
     parts = halves(image)
     assert redder(parts["left"], parts["right"]), parts
 
@@ -242,6 +244,7 @@ def test_embedded_preview_is_turned_upright(tmp_path, orientation, first, second
     image, _ = load_checked(str(path))
     expected = PREVIEW[::-1] if orientation == 6 else PREVIEW
     assert image.size == expected
+    assert image.info["original_size"] == ((H, W) if orientation == 6 else (W, H))
     parts = halves(image)
     assert redder(parts[first], parts[second]), parts
 
@@ -305,10 +308,21 @@ def test_index_a_folder_with_a_dng(tmp_path):
     hit = index.search("red", 1)[0]
     assert Path(hit.path).name == "camera.dng"
     assert hit.taken_at == TAKEN_ISO and hit.date_source in ("raw", "exif")
-    assert (hit.width, hit.height) == (W // 2, H // 2)
+    assert (hit.width, hit.height) == (W, H)  # the sensor's size (was the development's)
     assert Path(index.search("blue", 1)[0].path).name == "sky.png"
     again = index.update(photos, progress=False)
     assert (again.added, again.unchanged) == (0, 2)
+
+
+def test_a_dng_reports_the_sensors_size_not_its_previews(tmp_path):
+    """A DNG used to report its embedded preview's size (160 x 120 here) as the photo's."""
+    photos = tmp_path / "photos"
+    photos.mkdir()
+    make_dng(photos / "turned.dng", preview=jpeg_preview(), orientation=6)
+    index = PhotoIndex(tmp_path / "p.db", model=ColourModel())
+    assert index.update(photos, progress=False).added == 1
+    hit = index.search("red", 1)[0]
+    assert (hit.width, hit.height) == (H, W)  # the sensor's 64 x 48, turned upright
 
 
 @pytest.mark.filterwarnings("ignore:Corrupt EXIF data")  # Pillow on the cut DNG

@@ -40,6 +40,24 @@ def open_image(source: bytes | str | os.PathLike, formats=None) -> Image.Image:
     return Image.open(source, formats=formats)
 
 
+def raw_size(data: bytes) -> tuple[int, int] | None:
+    """(width, height) of a RAW camera file's picture as the sensor recorded it (LibRaw's
+    visible area, before any development halves it), turned upright; None when LibRaw (rawpy)
+    cannot read it. Its embedded preview is often smaller."""
+    try:
+        import rawpy
+    except ImportError:
+        return None
+    try:
+        with rawpy.imread(io.BytesIO(data)) as raw:
+            w, h, flip = raw.sizes.width, raw.sizes.height, raw.sizes.flip
+    except (rawpy.LibRawError, OSError, ValueError):
+        return None
+    if not w or not h:
+        return None
+    return (h, w) if flip in (5, 6) else (w, h)  # turned on its side to be seen
+
+
 def raw_preview(data: bytes) -> bytes | None:
     """A RAW camera file as JPEG bytes: its embedded preview when it has a JPEG one (most do, at
     full or near-full size), else LibRaw's half-size development; turned upright. None when

@@ -11,7 +11,7 @@ from pathlib import Path
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from xmodal.data.folder import IMAGE_EXTENSIONS
-from xmodal.data.image_files import RAW_EXTENSIONS, open_image, raw_preview
+from xmodal.data.image_files import RAW_EXTENSIONS, open_image, raw_preview, raw_size
 
 MAX_PIXELS = 64_000_000  # refuse larger images (decompression bombs): 8000 x 8000
 # JPEGs decode at down to 1/8 scale (draft mode), so a 1-gigapixel photo costs about 16 MP to
@@ -113,7 +113,8 @@ def load_checked(
     decoded straight at the smallest scale that still covers that size: one resize; a HEIC's
     embedded copy is decoded instead of the photo when it is big enough, unless ``thumbnails``
     is False: see :data:`HEIF_THUMBNAIL_MIN_SHARE`); its full size, upright (EXIF orientation
-    applied), is in ``image.info["original_size"]``.
+    applied; for a RAW file the sensor's picture, not the preview decoded), is in
+    ``image.info["original_size"]``.
 
     Refuses empty files, files over MAX_BYTES, images over MAX_PIXELS (JPEG: JPEG_MAX_PIXELS;
     checked from the header, before decoding) and truncated or corrupt data (the whole image is
@@ -124,7 +125,9 @@ def load_checked(
         data, reason = read_bytes(path)
         if data is None:
             return None, reason
+    sensor = None
     if Path(path).suffix.lower() in RAW_EXTENSIONS:
+        sensor = raw_size(data)  # the photo's size: the preview decoded below may be smaller
         data = raw_preview(data) or data  # LibRaw cannot: maybe Pillow can (TIFF-based RAW)
     try:
         with warnings.catch_warnings():
@@ -156,7 +159,7 @@ def load_checked(
                     out = out.resize((square, square), Image.BILINEAR)
                 else:
                     out.thumbnail((MAX_SIDE, MAX_SIDE), Image.BILINEAR)
-                out.info["original_size"] = size
+                out.info["original_size"] = sensor or size
                 return out, None
     except UnidentifiedImageError:
         return None, "not a readable image"
