@@ -579,3 +579,56 @@ def test_the_judge_page_offers_cant_tell(tmp_path):
     js = (static / "judge.js").read_text()
     assert "[1, 2, 3, 4, 0]" in js and '"0", "1", "2", "3", "4"' in js
     assert "can't tell" in (static / "instructions.html").read_text()
+
+
+# ----- 7. the entry test as an MTurk qualification test ----------------------------------------
+def test_mturk_qualification_test_is_the_entry_test_with_its_answer_key(tmp_path):
+    import xml.etree.ElementTree as ET
+
+    c, _ = build_campaign(tmp_path, qualify=6)
+    out = tmp_path / "m"
+    r = _cli("mitl", "crowd", "export", c.path, out, "--platform", "mturk", "--image-url",
+             "https://me.example.org/images")
+    assert r.exit_code == 0, r.output
+    folder = out / "mturk" / "qualification"
+    qf = "{http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2017-11-06/" \
+         "QuestionForm.xsd}"
+    ak = "{http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/2005-10-01/" \
+         "AnswerKey.xsd}"
+    form = ET.parse(folder / "test.xml").getroot()
+    key = ET.parse(folder / "answer_key.xml").getroot()
+    assert form.tag == f"{qf}QuestionForm" and key.tag == f"{ak}AnswerKey"
+    questions = form.findall(f"{qf}Question")
+    assert [child.tag for child in questions[0]] == [
+        f"{qf}QuestionIdentifier", f"{qf}IsRequired", f"{qf}QuestionContent",
+        f"{qf}AnswerSpecification"]
+    assert len(questions) == 6
+    # each question is an entry-test pair (photo and sentence), and its key is the right side
+    entry = c.meta("qualify")["hit"]
+    pairs = c.q("SELECT hi.role, t.text FROM hit_items hi JOIN pairs p ON p.id = hi.pair_id "
+                "JOIN texts t ON t.id = p.text_id WHERE hi.hit_id = ? ORDER BY hi.position",
+                (entry,))
+    scored = {q.findtext(f"{ak}QuestionIdentifier"): sorted(
+        int(o.findtext(f"{ak}SelectionIdentifier")) for o in q.findall(f"{ak}AnswerOption"))
+        for q in key.findall(f"{ak}Question")}
+    for q, (role, text) in zip(questions, pairs):
+        ident = q.findtext(f"{qf}QuestionIdentifier")
+        assert q.findtext(f"{qf}QuestionContent/{qf}Text") == text
+        url = q.findtext(f"{qf}QuestionContent/{qf}Binary/{qf}DataURL")
+        assert url.startswith("https://me.example.org/images/")
+        assert (out / "images" / url.rsplit("/", 1)[1]).is_file()
+        assert scored[ident] == ([1, 2] if role == "gold_pos" else [3, 4])
+        choices = q.findall(f".//{qf}Selection/{qf}SelectionIdentifier")
+        assert [x.text for x in choices] == ["1", "2", "3", "4"]
+    assert key.findtext(f".//{ak}MaximumSummedScore") == "6"
+    info = json.loads((folder / "qualification.json").read_text())
+    assert info["qualification_requirement"]["IntegerValues"] == [80]
+    # no entry-test pair (photo and sentence) is a pair of a HIT shown to MTurk workers
+    import csv
+
+    with open(out / "mturk" / "input.csv", newline="") as f:
+        shown = {(row[f"image_{k}"], row[f"text_{k}"]) for row in csv.DictReader(f)
+                 for k in range(1, 20) if row.get(f"image_{k}")}
+    tested = {(q.findtext(f"{qf}QuestionContent/{qf}Binary/{qf}DataURL"),
+               q.findtext(f"{qf}QuestionContent/{qf}Text")) for q in questions}
+    assert len(tested) == 6 and not tested & shown

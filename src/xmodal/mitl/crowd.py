@@ -25,10 +25,10 @@ import csv
 import hashlib
 import hmac
 import json
+import math
 import secrets
 import time
 from collections import defaultdict
-from collections.abc import Iterable
 from datetime import datetime
 from html import escape
 from pathlib import Path
@@ -129,6 +129,7 @@ def export(campaign: Campaign, platform: str, out: str | Path, image_url: str | 
     names = export_images(campaign, hits, out / "images")
     if platform == "mturk":
         files = export_mturk(hits, names, base, out / "mturk")
+        files += export_mturk_qualification(campaign, out, base)
     else:
         files = export_label_studio(campaign, hits, names, base, out / "label-studio",
                                     predictions)
@@ -167,6 +168,73 @@ def export_mturk(hits, names, base: str, folder: Path) -> list[Path]:
             w.writerow(row)
     (folder / "question.html").write_text(mturk_template(n), encoding="utf-8")
     return [folder / "input.csv", folder / "question.html"]
+
+
+QUESTION_FORM_NS = ("http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/"
+                    "2017-11-06/QuestionForm.xsd")
+ANSWER_KEY_NS = ("http://mechanicalturk.amazonaws.com/AWSMechanicalTurkDataSchemas/"
+                 "2005-10-01/AnswerKey.xsd")
+
+
+def export_mturk_qualification(campaign: Campaign, out: Path, base: str) -> list[Path]:
+    """The entry test (``hits --qualify N``) as an MTurk qualification test: ``test.xml`` (a
+    QuestionForm, one question per check pair: the photo, the sentence, the four answers) and
+    ``answer_key.xml`` (an AnswerKey: a known positive is right with 1-2, a known negative with
+    3-4; the score is the percentage right), with ``qualification.json`` naming the pass mark
+    the HITs must require. Its pairs are the entry test's own, never a HIT's checks. Nothing
+    when the campaign has no entry test."""
+    q = campaign.meta("qualify")
+    if not q:
+        return []
+    key = secret(campaign)
+    rows = campaign.q("SELECT hi.role, p.image_id, t.text FROM hit_items hi JOIN pairs p ON "
+                      "p.id = hi.pair_id JOIN texts t ON t.id = p.text_id WHERE hi.hit_id = ? "
+                      "ORDER BY hi.position", (q["hit"],))
+    items = [{"image_id": image_id, "image": opaque(key, "image", image_id), "text": text,
+              "role": role, "pair_id": n} for n, (role, image_id, text) in enumerate(rows)]
+    names = export_images(campaign, [{"items": items}], out / "images")
+    folder = out / "mturk" / "qualification"
+    folder.mkdir(parents=True, exist_ok=True)
+    choices = "".join(f"<Selection><SelectionIdentifier>{v}</SelectionIdentifier><Text>{v} · "
+                      f"{escape(label)}</Text></Selection>" for v, label in ANSWERS.items())
+    questions, keys = [], []
+    for n, it in enumerate(items, 1):
+        questions.append(
+            f"  <Question>\n    <QuestionIdentifier>q{n}</QuestionIdentifier>\n"
+            f"    <IsRequired>true</IsRequired>\n    <QuestionContent>\n"
+            f"      <Binary><MimeType><Type>image</Type><SubType>jpeg</SubType></MimeType>"
+            f"<DataURL>{escape(_url(base, names[it['image_id']]))}</DataURL>"
+            f"<AltText>photo {n}</AltText></Binary>\n"
+            f"      <Text>{escape(it['text'])}</Text>\n    </QuestionContent>\n"
+            f"    <AnswerSpecification><SelectionAnswer><StyleSuggestion>radiobutton"
+            f"</StyleSuggestion><Selections>{choices}</Selections></SelectionAnswer>"
+            f"</AnswerSpecification>\n  </Question>")
+        right = (1, 2) if it["role"] == "gold_pos" else (3, 4)
+        keys.append(f"  <Question><QuestionIdentifier>q{n}</QuestionIdentifier>"
+                    + "".join(f"<AnswerOption><SelectionIdentifier>{v}</SelectionIdentifier>"
+                              f"<AnswerScore>1</AnswerScore></AnswerOption>" for v in right)
+                    + "<DefaultScore>0</DefaultScore></Question>")
+    overview = ("Does the sentence describe the photo? For each pair choose 1 (100% yes), 2 "
+                "(partially yes, a small mistake), 3 (mostly no) or 4 (100% no). You need "
+                f"{round(100 * q['min_accuracy'])}% right to take the HITs.")
+    (folder / "test.xml").write_text(
+        f'<QuestionForm xmlns="{QUESTION_FORM_NS}">\n  <Overview><Title>Entry test</Title>'
+        f"<Text>{escape(overview)}</Text></Overview>\n" + "\n".join(questions)
+        + "\n</QuestionForm>\n", encoding="utf-8")
+    (folder / "answer_key.xml").write_text(
+        f'<AnswerKey xmlns="{ANSWER_KEY_NS}">\n' + "\n".join(keys)
+        + f"\n  <QualificationValueMapping><PercentageMapping><MaximumSummedScore>{len(items)}"
+        "</MaximumSummedScore></PercentageMapping></QualificationValueMapping>\n"
+        "</AnswerKey>\n", encoding="utf-8")
+    need = math.ceil(100 * q["min_accuracy"] - 1e-9)
+    info = {"questions": len(items), "pass_mark": q["min_accuracy"],
+            "qualification_requirement": {"Comparator": "GreaterThanOrEqualTo",
+                                          "IntegerValues": [need]},
+            "note": "create the qualification type with Test = test.xml and AnswerKey = "
+                    "answer_key.xml (the score is the percentage right); require it on the "
+                    f"HITs with a value of at least {need}"}
+    (folder / "qualification.json").write_text(json.dumps(info, indent=1))
+    return [folder / "test.xml", folder / "answer_key.xml", folder / "qualification.json"]
 
 
 def mturk_template(n: int) -> str:
