@@ -3,8 +3,8 @@
 A *spec* is what ``--model`` / ``-m`` takes:
 
 - ``None``, ``"dual"``, ``"default"``: the shipped dual encoder; ``"fast"``: the same recipe on
-  EfficientNet-Lite0 + MiniLM; ``"efficientnet-minilm-zeroshot"``:
-  its training-free bridge alone (the dual encoder's own names, :func:`xmodal.models.dual.named`);
+  EfficientNet-Lite0 + MiniLM; ``"efficientnet-minilm-zeroshot"``: its training-free bridge
+  alone (the registry of named models, :data:`xmodal.models.embedding_registry.NAMED_MODELS`);
 - a registered setting (``xmodal models``): its record in the recipes' settings table;
 - a saved model directory (``config.json`` + ``arrays.npz``): opened by its ``type`` through
   :data:`SAVED_TYPES`;
@@ -37,9 +37,9 @@ from typing import Any
 
 from xmodal.errors import XmodalError
 from xmodal.models.embedding import EmbeddingModel, check_embedding_model
+from xmodal.models.embedding_registry import DEFAULT_MODEL, NAMED_MODELS
 
 Scorer = Callable[..., Any]
-DUAL_NAMES = ("dual", "default", "fast", "efficientnet-minilm-zeroshot")
 
 
 @dataclass(frozen=True)
@@ -140,10 +140,9 @@ def embedding_model_or_none(spec: str | os.PathLike | None,
     """The embedding model behind ``spec``, or None when ``spec`` names a model that only
     scores (a registered setting or saved model without a joint space, an ``.npz``). An
     unknown spec is an XmodalError."""
-    if spec is None or str(spec) in DUAL_NAMES:
-        from xmodal.models.dual import named
-
-        return check_embedding_model(named(None if spec is None else str(spec)), str(spec))
+    if spec is None or str(spec) in NAMED_MODELS:
+        entry = NAMED_MODELS[DEFAULT_MODEL if spec is None else str(spec)]
+        return check_embedding_model(_attr(entry.builder)(entry.name), str(spec))
     spec = str(spec)
     if spec.startswith("run:"):  # another system's ranked list: scores only
         return None
@@ -237,3 +236,38 @@ def open_photo_index(db: str | os.PathLike | None = None, spec: str | None = Non
     except BaseException:
         index.close()
         raise
+
+
+# ----- the ONNX towers a model runs ------------------------------------------------------------
+def model_towers(spec: str | None = None) -> tuple[str, str, bool]:
+    """(image tower, text tower, whether the image tower runs in int8) of an embedding model:
+    a named model's from the registry, another's from its attributes (a saved dual encoder)."""
+    from xmodal.features.int8 import asset_path
+
+    model = load_embedding_model(spec)
+    if spec is None or str(spec) in NAMED_MODELS:
+        entry = NAMED_MODELS[DEFAULT_MODEL if spec is None else str(spec)]
+        image, text = entry.image_tower, entry.text_tower
+    else:
+        image = getattr(model, "image_backbone", None)
+        text = getattr(model, "text_encoder", None)
+    if image is None or text is None:
+        raise XmodalError(f"model {spec!r} does not run xmodal's ONNX towers: nothing to prepare")
+    int8 = bool(getattr(model, "image_int8", False)) and asset_path(image).is_file()
+    return image, text, int8
+
+
+def prepare_model(spec: str | None = None) -> dict[str, Any]:
+    """Write the ONNX files of a model's towers (``xmodal prepare``), delete earlier copies,
+    and run the model once so that what it computes at first use (the bridge's class-name
+    embeddings) is in the feature cache: {model, towers, files}."""
+    from PIL import Image
+
+    from xmodal.features.towers import prepare_towers
+
+    image, text, int8 = model_towers(spec)
+    files = prepare_towers(image, text, int8)
+    load_embedding_model(spec).embed_images([Image.new("RGB", (64, 64))], progress=False,
+                                            cache=False)
+    return {"model": spec or DEFAULT_MODEL, "towers": [image, text], "int8": int8,
+            "files": [str(f) for f in files]}
