@@ -359,3 +359,33 @@ def test_int8_weights_and_an_image_querybank_round_trip(trained, tmp_path):
         assert all(np.array_equal(one[k], two[k]) for k in one.files)
     with pytest.raises(XmodalError, match="'float16' or 'int8'"):
         loaded.save(tmp_path / "x", weights="int4")
+
+
+def test_training_runs_on_the_configured_device(monkeypatch):
+    """fit_heads trains on torch_runtime.device() and hands back CPU heads; --device reaches it
+    from the CLI (CUDA refused with the reason where torch sees no GPU)."""
+    import torch
+    from typer.testing import CliRunner
+
+    from xmodal.cli import app
+    from xmodal.models import torch_runtime
+
+    seen = []
+    real_to = torch.nn.Module.to
+
+    def spy(self, *args, **kwargs):
+        seen.append(str(args[0]) if args else str(kwargs.get("device")))
+        return real_to(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.Module, "to", spy)
+    td = _synthetic(n=260)
+    cfg = TrainConfig(dim=8, hidden=16, epochs=2, batch_images=100, lr=1e-2, eval_every=1)
+    torch_runtime.configure("cpu")
+    heads, _, _ = fit_heads(td, cfg, log=lambda *_: None,
+                            eval_fn=lambda h: float(next(h.parameters()).device.type == "cpu"))
+    assert "cpu" in seen and next(heads.parameters()).device.type == "cpu"
+    monkeypatch.undo()
+    if not torch.cuda.is_available():
+        r = CliRunner().invoke(app, ["train", "dual", "--out", "/tmp/none", "--device", "cuda"])
+        assert r.exit_code != 0 and "torch sees no CUDA GPU" in str(r.exception)
+    torch_runtime.configure()

@@ -62,15 +62,21 @@ def dual(
                                    "(it reorders image -> text rankings) and its weight "
                                    "matrices in int8, as the shipped model does."),
     as_json: bool = typer.Option(False, "--json", help="Print the dev-split scores as JSON."),
+    device: str = typer.Option("cpu", "--device", help="Train the heads on cpu, cuda or cuda:N."),
+    batch_size: int = typer.Option(None, "--batch-size", help="Override: training images per "
+                                   "step (a hyperparameter: it changes the result)."),
 ) -> None:
     """Train the dual encoder (see ``DUAL_HELP``)."""
+    from xmodal.models import torch_runtime
     from xmodal.models.dual_train import TrainConfig
     from xmodal.recipes.dual import SHIPPED_RECIPE, SHIPPED_USES_CC, train_dual
 
+    torch_runtime.configure(device)
     cfg = TrainConfig(**SHIPPED_RECIPE)
     for name, value in (("image_backbone", image_backbone), ("text_encoder", text_encoder),
                         ("epochs", epochs), ("hidden", hidden), ("ensemble_size", ensemble),
-                        ("use_flip", flip), ("hard_negative_beta", hard_negatives)):
+                        ("use_flip", flip), ("hard_negative_beta", hard_negatives),
+                        ("batch_images", batch_size)):
         if value is not None:
             setattr(cfg, name, value)
     from xmodal.errors import XmodalError

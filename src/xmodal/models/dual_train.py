@@ -117,8 +117,8 @@ def contrastive_loss(heads, zi, zt, counts, hard_negative_beta: float = 0.0):
     scale = heads.log_scale.exp().clamp(max=100.0)
     logits = scale * zi @ zt.T  # (B, captions in the batch)
     n = len(counts)
-    owner = torch.arange(n).repeat_interleave(counts)  # caption -> image in batch
-    pos = owner[None, :] == torch.arange(n)[:, None]
+    owner = torch.arange(n, device=zi.device).repeat_interleave(counts)  # caption -> image
+    pos = owner[None, :] == torch.arange(n, device=zi.device)[:, None]
     if hard_negative_beta > 0:
         # importance weights on the negatives, proportional to exp(beta * cos) and with mean 1
         # per row (i2t) / column (t2i): log w added to the negatives' logits
@@ -144,12 +144,18 @@ def fit_heads(
     log: Callable[[str], Any] = print,
     eval_fn: Callable[[Any], float] | None = None,
 ):
-    """Train DualHeads on the train split; returns (best heads by ``eval_fn``, history)."""
+    """Train DualHeads on the train split; returns (best heads by ``eval_fn``, history).
+
+    Trains on :func:`xmodal.models.torch_runtime.device` (``--device``; the CPU by default);
+    ``eval_fn`` gets, and the caller gets back, heads on the CPU."""
     import copy
 
     import torch
 
+    from xmodal.models import torch_runtime
     from xmodal.models.dual_heads import DualHeads
+
+    dev = torch.device(torch_runtime.device())
 
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
@@ -187,6 +193,7 @@ def fit_heads(
     rows = np.array([r for r in rows if len(by_image.get(int(r), [])) >= 1])
     n_caps = max(len(v) for v in by_image.values())
 
+    heads.to(dev)
     opt = torch.optim.AdamW(heads.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
     steps_per_epoch = int(np.ceil(len(rows) / cfg.batch_images))
     total = steps_per_epoch * cfg.epochs
@@ -213,11 +220,11 @@ def fit_heads(
                 m = td.maps[b].astype(np.float32)
                 if flip.any():
                     m[flip] = td.maps_flip[b[flip]].astype(np.float32)
-                maps = torch.from_numpy(m)
+                maps = torch.from_numpy(m).to(dev)
             cap_idx = [rng.permutation(by_image[int(r)])[:n_caps] for r in b]
-            zi = heads.image_forward(torch.from_numpy(pooled.astype(np.float32)), maps)
-            zt = heads.text_forward(torch.from_numpy(td.text[np.concatenate(cap_idx)]))
-            counts = torch.tensor([len(c) for c in cap_idx])
+            zi = heads.image_forward(torch.from_numpy(pooled.astype(np.float32)).to(dev), maps)
+            zt = heads.text_forward(torch.from_numpy(td.text[np.concatenate(cap_idx)]).to(dev))
+            counts = torch.tensor([len(c) for c in cap_idx], device=dev)
             loss = contrastive_loss(heads, zi, zt, counts, cfg.hard_negative_beta)
             opt.zero_grad()
             loss.backward()
@@ -227,13 +234,14 @@ def fit_heads(
         entry = {"epoch": epoch, "loss": float(np.mean(losses)), "time_s": time.time() - t0}
         if eval_fn is not None and (epoch % cfg.eval_every == 0 or epoch == cfg.epochs):
             heads.eval()
-            score = eval_fn(heads)
+            score = eval_fn(heads.cpu())
             entry["dev"] = score
             if score > best[0]:
                 best = (score, copy.deepcopy(heads), epoch)
+            heads.to(dev)
         history.append(entry)
         log(f"epoch {epoch}: {entry}")
     heads.eval()
     if best[1] is None:
-        return heads, history, cfg.epochs
+        return heads.cpu(), history, cfg.epochs
     return best[1], history, best[2]
