@@ -112,3 +112,62 @@ def test_search_with_the_default_model_imports_no_research_code(tmp_path):
     assert best == "chelsea.png"
     assert "xmodal.models.dual" in modules
     assert research_modules(modules) == []
+
+
+# ----- research commands in a core install (issue 43 item 5) --------------------------------------
+def _core_install(monkeypatch, lacking=("torch", "sklearn", "ray", "pyarrow", "onnx",
+                                        "sentence_transformers", "transformers")) -> None:
+    """Make the command line see a core install: the extras' modules are not found."""
+    from xmodal.cli import _app
+
+    real = _app.find_spec
+    monkeypatch.setattr(_app, "find_spec", lambda name: None if name in lacking else real(name))
+
+
+def test_every_gated_command_exits_2_with_its_install_line(monkeypatch):
+    from typer.testing import CliRunner
+
+    from xmodal.cli import app
+    from xmodal.cli._app import NEEDS_EXTRA
+
+    _core_install(monkeypatch)
+    runner = CliRunner()
+    for name, extra in NEEDS_EXTRA.items():
+        result = runner.invoke(app, [name])
+        assert result.exit_code == 2, (name, result.output)
+        assert f"`xmodal {name}` needs the {extra} extra" in result.output, result.output
+        assert f"pip install 'xmodal[{extra}]'" in result.output, result.output
+    # reached before the command parses its arguments, in sub-commands too
+    assert runner.invoke(app, ["reproduce", "wikipedia"]).exit_code == 2
+    assert runner.invoke(app, ["embed", "photos", "out", "--engine", "ray"]).exit_code == 2
+    assert "research extra" in runner.invoke(app, ["gist", "a.jpg", "a dog"]).output
+
+
+def test_the_gate_is_one_decorator_and_lets_installed_extras_through(monkeypatch):
+    import typer
+
+    from xmodal.cli._app import requires_extra
+
+    @requires_extra("research")
+    def fit_command(x: int) -> int:
+        return x + 1
+
+    assert fit_command(1) == 2 and fit_command.xmodal_extra == "research"
+    _core_install(monkeypatch)
+    with pytest.raises(typer.Exit) as stop:
+        fit_command(1)
+    assert stop.value.exit_code == 2
+
+
+def test_every_command_sits_in_one_help_panel():
+    from typer.testing import CliRunner
+
+    from xmodal.cli import app
+    from xmodal.cli._app import NEEDS_EXTRA, PANELS
+
+    names = [c.name for c in app.registered_commands] + [g.name for g in app.registered_groups]
+    listed = [n for names_ in PANELS.values() for n in names_]
+    assert sorted(names) == sorted(listed), set(names) ^ set(listed)
+    assert set(NEEDS_EXTRA) <= set(listed)
+    out = CliRunner().invoke(app, ["--help"]).output
+    assert all(panel in out for panel in PANELS)

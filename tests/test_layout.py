@@ -1,7 +1,8 @@
-"""Static checks of the package layout named by issues 15 and 34: no import cycle between modules
-(imports inside functions count), no private name imported across modules, no ``sys.path``
-edits, one writer of saved-model files, every report reproduced by an ``xmodal reproduce``
-command, and the report renderers within their line budget."""
+"""Static checks of the package layout named by issues 15, 34 and 43: the layer table (which layer
+may import which, imports inside functions counted), no import cycle between modules, no private
+name imported across modules, no ``sys.path`` edits, one writer of saved-model files, every report
+reproduced by an ``xmodal reproduce`` command, and the report renderers within their line
+budget."""
 
 import ast
 import re
@@ -111,6 +112,89 @@ def test_every_allowed_circle_still_closes():
     gone = [sorted(allowed) for allowed in CIRCLES_BEING_BROKEN
             if not any(c <= allowed for c in found)]
     assert not gone, f"no longer circles: delete them from CIRCLES_BEING_BROKEN: {gone}"
+
+
+# ----- the layer table (docs/architecture.md draws it; this is the one copy that is checked) -----
+# The base: importable from every layer.
+BASE = ("xmodal", "xmodal.errors", "xmodal.paths", "xmodal.provenance", "xmodal.describe",
+        "xmodal.migrations", "xmodal.progress", "xmodal.quiet")
+_BELOW_MODELS = ("features", "data")
+# layer -> the layers it may import besides itself and the base ("eval.metrics": one module)
+LAYERS: dict[str, tuple[str, ...]] = {
+    "base": (),
+    "data": (),
+    "features": ("data",),
+    "models": ("features", "data", "eval.metrics", "eval.stats", "eval.selection"),
+    "eval": ("models", *_BELOW_MODELS),
+    "index": ("models", *_BELOW_MODELS),
+    "gist": ("models", *_BELOW_MODELS),
+    "mitl": ("eval", "models", *_BELOW_MODELS),
+    "scale": ("index", "models", *_BELOW_MODELS),
+    "recipes": ("eval", "index", "gist", "mitl", "scale", "models", *_BELOW_MODELS),
+    "reproduce": ("recipes", "eval", "index", "gist", "mitl", "scale", "models", *_BELOW_MODELS),
+    "factory": ("recipes", "eval", "index", "models", *_BELOW_MODELS),
+    "cli": ("*",),
+    "server": ("*",),
+    "__main__": ("cli",),
+}
+# Arrows that still point up, each with why (a test fails when one is gone: delete its entry).
+ARROWS_UP = {
+    ("xmodal.eval.sweep", "xmodal.factory"): "model specs from the command line",
+    ("xmodal.mitl.propose", "xmodal.factory"): "model specs from the command line",
+    ("xmodal.scale.embed", "xmodal.factory"): "model specs from the command line",
+    ("xmodal.scale.ann_search", "xmodal.factory"): "model specs from the command line",
+    ("xmodal.reproduce.dual", "xmodal.factory"): "loads the shipped models by name",
+    ("xmodal.recipes.calibration", "xmodal.reproduce.output"): "writes its result JSON",
+    ("xmodal.eval.short_queries", "xmodal.index.scan"): "walks a folder of photos",
+}
+
+
+def layer_of(module: str) -> str:
+    """``xmodal.features.towers`` -> ``features``; the base modules -> ``base``."""
+    if module in BASE or module.startswith("xmodal.migrations."):
+        return "base"
+    return module.split(".")[1]
+
+
+def may_import(module: str, target: str) -> bool:
+    own, other = layer_of(module), layer_of(target)
+    allowed = LAYERS[own]
+    return (other in ("base", own) or "*" in allowed or other in allowed
+            or any(target == f"xmodal.{a}" or target.startswith(f"xmodal.{a}.")
+                   for a in allowed if "." in a))
+
+
+def layer_breaches(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
+    return sorted((m, t) for m, targets in graph.items() for t in targets
+                  if not may_import(m, t))
+
+
+def test_the_layer_reader_sees_an_upward_import_inside_a_function():
+    graph = {"xmodal.features.x": xmodal_imports("def f():\n    from xmodal.models import dual\n")
+             & {"xmodal.models"},
+             "xmodal.models.y": {"xmodal.eval.metrics", "xmodal.features.x"},
+             "xmodal.models.z": {"xmodal.eval.runner"}}
+    assert layer_breaches(graph) == [("xmodal.features.x", "xmodal.models"),
+                                     ("xmodal.models.z", "xmodal.eval.runner")]
+
+
+def test_every_module_belongs_to_a_layer_of_the_table():
+    unknown = {m for m in import_graph() if layer_of(m) != "base" and layer_of(m) not in LAYERS}
+    assert not unknown, f"add their layer to LAYERS: {sorted(unknown)}"
+
+
+def test_imports_follow_the_layer_table():
+    """Every import of an xmodal module, inside functions too (but not in CLI commands' bodies),
+    goes to its own layer, one the table allows, or the base; ARROWS_UP lists the exceptions."""
+    breaches = [b for b in layer_breaches(import_graph()) if b not in ARROWS_UP]
+    assert not breaches, "imports against the layer table: " + "; ".join(
+        f"{m} -> {t}" for m, t in breaches)
+
+
+def test_every_listed_upward_arrow_still_exists():
+    found = set(layer_breaches(import_graph()))
+    gone = [arrow for arrow in ARROWS_UP if arrow not in found]
+    assert not gone, f"no longer imported: delete them from ARROWS_UP: {gone}"
 
 
 def test_no_private_name_imported_across_modules():

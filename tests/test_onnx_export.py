@@ -121,3 +121,19 @@ def test_every_tower_spec_names_what_its_export_needs():
         assert spec.stem.endswith(spec.export_version) and "pip install" in spec.install
     for spec in IMAGE_TOWERS.values():
         assert spec.outputs[:2] == ("pooled", "logits") and spec.stem.endswith("_v2")
+
+
+def test_every_named_model_runs_the_towers_its_registry_entry_names():
+    """The registry the factory reads: each name builds a model whose towers are the entry's
+    (what `xmodal prepare --model NAME` exports)."""
+    from xmodal.factory import load_embedding_model, model_towers
+    from xmodal.models.embedding_registry import NAMED_MODELS
+
+    for name, entry in NAMED_MODELS.items():
+        model = load_embedding_model(name)
+        assert (model.image_backbone, model.text_encoder) == (entry.image_tower,
+                                                              entry.text_tower), name
+    assert model_towers("fast") == ("lite0", "minilm", True)
+    assert model_towers(None)[:2] == ("lite2", "mpnet")
+    with pytest.raises(XmodalError, match="nothing to prepare"):
+        model_towers("python:tests.fake_models:ColourModel")

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
+from importlib.util import find_spec
 
 import typer
 from rich.console import Console
@@ -25,8 +28,90 @@ console = Console(stderr=True)
 output = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 240)
 
 
+# ----- the product / research boundary -----------------------------------------------------------
+# The extras of pyproject.toml that commands need beyond the core install, and the modules whose
+# absence shows that one is not installed.
+EXTRA_MODULES = {
+    "export": ("torch", "onnx", "sentence_transformers"),
+    "research": ("sklearn", "torch"),
+    "train": ("sklearn", "torch"),
+    "scale": ("ray", "pyarrow"),
+}
+# Help panels (`xmodal --help`) and the extra each command needs; a command not listed is in the
+# Photos panel and runs in the core install.
+PANELS = {
+    "Photos": ("index", "search", "similar", "describe", "photos", "forget", "prune",
+               "duplicates", "tag", "serve", "demo", "prepare"),
+    "Evaluate": ("eval", "protocols", "models", "compare"),
+    "Research": ("reproduce", "gist", "mitl", "train"),
+    "Scale": ("embed", "ann"),
+}
+NEEDS_EXTRA = {"eval": "research", "protocols": "research", "models": "research",
+               "compare": "research", "reproduce": "research", "gist": "research",
+               "mitl": "research", "train": "train", "embed": "scale", "ann": "scale",
+               "prepare": "export"}
+
+
+def install_line(extra: str) -> str:
+    return f"pip install 'xmodal[{extra}]'"
+
+
+def missing_modules(extra: str) -> list[str]:
+    """The modules of ``extra`` this environment lacks (empty: installed)."""
+    return [m for m in EXTRA_MODULES[extra] if find_spec(m) is None]
+
+
+def check_extra(command: str, extra: str) -> None:
+    """Exit 2 with one message naming the extra to install when ``extra`` is missing."""
+    missing = missing_modules(extra)
+    if missing:
+        from rich.markup import escape
+
+        console.print(f"[bold red]error:[/] `xmodal {command}` needs the {extra} extra, which "
+                      f"this install lacks (no {', '.join(missing)}); install it with: "
+                      f"{escape(install_line(extra))}", soft_wrap=True)
+        raise typer.Exit(2)
+
+
+def requires_extra(extra: str, command: str | None = None) -> Callable:
+    """Decorator of a command that needs ``extra``: in an install without it, the command
+    exits 2 with the install line instead of running (and failing deep inside)."""
+    def gate(fn: Callable) -> Callable:
+        @functools.wraps(fn)
+        def gated(*args, **kwargs):
+            check_extra(command or fn.__name__.removesuffix("_command"), extra)
+            return fn(*args, **kwargs)
+
+        gated.xmodal_extra = extra
+        return gated
+    return gate
+
+
+def _gate_group(group: typer.Typer, command: str, extra: str) -> None:
+    for info in group.registered_commands:
+        info.callback = requires_extra(extra, command)(info.callback)
+    for sub in group.registered_groups:
+        _gate_group(sub.typer_instance, command, extra)
+
+
+def organise(root: typer.Typer) -> None:
+    """Put every registered command in its help panel and gate those that need an extra (called
+    once, after the command modules registered their commands)."""
+    panel_of = {name: panel for panel, names in PANELS.items() for name in names}
+    for info in root.registered_commands:
+        name = info.name or info.callback.__name__.replace("_", "-")
+        info.rich_help_panel = panel_of.get(name, "Photos")
+        if name in NEEDS_EXTRA:
+            info.callback = requires_extra(NEEDS_EXTRA[name], name)(info.callback)
+    for group in root.registered_groups:
+        group.rich_help_panel = panel_of.get(group.name, "Photos")
+        if group.name in NEEDS_EXTRA:
+            _gate_group(group.typer_instance, group.name, NEEDS_EXTRA[group.name])
+
+
 @app.callback()
 def global_options(
+    ctx: typer.Context,
     engine: str = typer.Option(
         None, "--engine", help="Inference engine of the encoders: onnx (the default when "
         "onnxruntime is installed) or torch. Same as $XMODAL_ENGINE.",
@@ -35,6 +120,10 @@ def global_options(
     """Associate images with sentences: search photos by sentence, describe and tag images,
     and evaluate image-text matching models."""
     import os
+
+    # before the command parses its arguments: a gated command says what to install first
+    if ctx.invoked_subcommand in NEEDS_EXTRA:
+        check_extra(ctx.invoked_subcommand, NEEDS_EXTRA[ctx.invoked_subcommand])
 
     if engine is not None:
         from xmodal.errors import XmodalError
