@@ -12,7 +12,7 @@ import sys
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-from xmodal.cli._app import app, console, train_app  # noqa: E402
+from xmodal.cli._app import app, console, organise, train_app  # noqa: E402
 from xmodal.errors import XmodalError  # noqa: E402
 
 # Command modules (each owns its commands). Keep every one importable at all times.
@@ -28,6 +28,9 @@ from xmodal.cli import reproduce_cmd  # noqa: E402,F401
 from xmodal.cli import scale_cmd  # noqa: E402,F401
 from xmodal.cli import duplicates_cmd  # noqa: E402,F401
 from xmodal.cli import compare_cmd  # noqa: E402,F401
+from xmodal.cli import prepare_cmd  # noqa: E402,F401
+
+organise(app)  # help panels; commands that need an extra say so in a core install
 
 __all__ = ["app", "console", "main", "train_app"]
 
