@@ -229,7 +229,8 @@ def test_search_ranks_and_pages(client):
 
 def test_search_rejects_bad_parameters(client):
     assert "empty" in assert_error(client.get("/api/search", params={"q": "   "}), 400)
-    assert_error(client.get("/api/search"), 422)
+    # no q and no filter: nothing to search for or to list (a filter alone lists, by date)
+    assert "choose a filter" in assert_error(client.get("/api/search"), 400)
     assert "limit" in assert_error(client.get("/api/search", params={"q": "x", "limit": 10**6}), 400)
     assert_error(client.get("/api/search", params={"q": "x", "offset": -1}), 422)
 

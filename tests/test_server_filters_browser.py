@@ -392,3 +392,41 @@ if __name__ == "__main__":
 
     docs_screenshot(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/web-filters.png"),
                     *sys.argv[2:])
+
+
+def test_an_empty_search_with_a_filter_lists_photos_by_month_on_a_phone(server, page):
+    """No words, a filter: the photos that pass, newest first under a heading per month, no
+    match scores, and the places of all of them with counts; a place narrows the listing, the
+    sort toggle turns it round (issue 40 item 4)."""
+    from test_browse import by_date
+    from test_server_filters import CANON, LISBON, PHOTOS
+
+    canon = [n for n, row in PHOTOS.items() if row[3] == CANON]
+    months = "[...document.querySelectorAll('#results .month')].map(h => h.textContent)"
+    page.set_viewport_size({"width": 390, "height": 844})
+    try:
+        page.goto(server["url"] + "/")
+        page.click("#filters summary")  # folded on a phone
+        page.fill("#f-camera", "canon")
+        page.press("#f-camera", "Enter")
+        wait_for_cards(page, by_date(canon))
+        assert page.evaluate(months) == ["June 2023", "January 2023"]
+        assert page.locator("#results .score").count() == 0  # nothing was matched to words
+        wait_for_status(page, f"{len(canon)} photos with camera canon, newest first")
+        assert "camera=canon" in page.url and "q=" not in page.url
+        places = page.locator("#browse-places li").all_inner_texts()
+        assert sorted(places) == ["Lisbon, Portugal (1)", "Paris, France (1)"]
+        assert page.evaluate(OVERFLOWING) == []
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "web-browse-390.png"), full_page=True)
+        page.click("#sort [data-sort=oldest]")
+        wait_for_cards(page, by_date(canon, oldest=True))
+        assert page.evaluate(months) == ["January 2023", "June 2023"]
+        page.click("#browse-places li button:has-text('Lisbon')")
+        wait_for_cards(page, by_date([n for n in canon if PHOTOS[n][2] == LISBON], oldest=True))
+        assert page.input_value("#f-place") == "Lisbon, Portugal"
+        page.reload()  # the listing is a bookmark like a search
+        wait_for_cards(page, ["red.jpg"])
+    finally:
+        page.set_viewport_size({"width": 1100, "height": 800})

@@ -71,6 +71,9 @@ def _print_answer(title: str, answer, as_json: bool, query: str) -> None:
     if as_json:
         typer.echo(json.dumps({"query": query, **answer.to_dict()}, indent=2))
         return
+    if not answer.terms:
+        _print_listing(answer)
+        return
     if answer.results:
         _results_table(title, answer.results)
     if answer.no_good_match:
@@ -86,12 +89,44 @@ def _print_answer(title: str, answer, as_json: bool, query: str) -> None:
                       f"below {_cutoff_text(answer)}; --min-score 0 shows them[/]")
 
 
+def _print_listing(answer) -> None:
+    """Photos listed by a filter alone: by date, a row per photo under its month."""
+    from datetime import date
+
+    shown = ", ".join(f"{k} {v}" for k, v in answer.filter.items()) or "every photo"
+    order = "oldest first" if answer.sort == "oldest" else "newest first"
+    table = Table(title=f"photos: {shown} ({order})")
+    for name, justify in (("#", "right"), ("month", "left"), ("taken", "left"),
+                          ("place", "left"), ("path", "left")):
+        table.add_column(name, justify=justify, overflow="fold")
+    month = None
+    for n, r in enumerate(answer.results, start=answer.offset + 1):
+        this = r.taken_at[:7] if r.taken_at else None
+        label = "" if this == month else (
+            date.fromisoformat(this + "-01").strftime("%B %Y") if this else "(no date)")
+        month = this
+        stamp = (r.taken_at or "").replace("T", " ")[:16]
+        table.add_row(str(n), label, stamp + (" (file)" if r.date_source == "mtime" else ""),
+                      r.place or "", r.path)
+    output.print(table)
+    if not answer.results:
+        console.print("[yellow]no photo on this page[/]" if answer.offset else
+                      "[yellow]no results: is the index empty? run 'xmodal index FOLDER'[/]")
+    if answer.places:
+        console.print("places: " + ", ".join(f"{p['place']} ({p['count']})"
+                                             for p in answer.places[:12]))
+    if answer.more:
+        console.print(f"[dim]more: --offset {answer.offset + len(answer.results)}[/]")
+
+
 def _cutoff_text(answer) -> str:
     if answer.calibrated:
         return f"{100 * answer.min_relevance:.0f}% match"
     return f"score {answer.min_relevance:.3f}"
 
 
+OFFSET = typer.Option(0, "--offset", help="Skip this many results (the next page: --offset "
+                      "10 after -k 10).", min=0)
 SORT = typer.Option("relevance", "--sort", help="relevance, date (newest first) or oldest; "
                     "by date: the best 100 matches past the cutoff, in date order.")
 
@@ -186,6 +221,7 @@ def search_command(
                                       "+ pool.jpg - people). May be left out with --like."),
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     k: int = typer.Option(10, "-k", "--top", help="Number of results.", min=1),
+    offset: int = OFFSET,
     like: list[str] = typer.Option([], "--like", help="An example image to add to the query "
                                    "(repeatable; W:path weighs it)."),
     unlike: list[str] = typer.Option([], "--not", help="A sentence to push away (repeatable)."),
@@ -232,9 +268,11 @@ def search_command(
       xmodal search "a red bus" --ann photos.ann --nprobe 32
     """
     text = " ".join(query or [])
-    if not text.strip() and not (like and ann is None):
+    browse = ann is None and (filters.active or sort != "relevance")
+    if not text.strip() and not (like and ann is None) and not browse:
         raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'"
-                          " (or an example image with --like)")
+                          " (or an example image with --like, or a filter such as --place "
+                          "Lisbon to list its photos by date)")
     from xmodal.features.onnx_engine import quick_start
 
     if ann is not None:
@@ -249,7 +287,7 @@ def search_command(
         return
     index = _open(db, model)
     with quick_start():  # one query in this process: a session quicker to create wins
-        answer = index.find(query or [], k, filters=filters, sort=sort,
+        answer = index.find(query or [], k, offset, filters=filters, sort=sort,
                             min_relevance=min_score, like=like, unlike=unlike)
     text = text.strip() or " + ".join(like)
     _print_answer(f"search: {text}", answer, as_json, text)
@@ -328,6 +366,7 @@ def _caption_pool(path: Path) -> list[str]:
 
 
 @app.command("photos")
+@with_filters
 def photos_command(
     db: Path | None = typer.Option(None, "--db", help=DB_HELP),
     skipped: bool = typer.Option(False, "--skipped", help="List skipped files and why."),
@@ -335,9 +374,15 @@ def photos_command(
     roots: bool = typer.Option(False, "--roots", help="List the indexed folders."),
     facets: bool = typer.Option(False, "--facets", help="Years, places and cameras with "
                                 "photo counts (what the search filters can select)."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (a listing: as search's)."),
+    filters: Any = None,
+    sort: str | None = typer.Option(None, "--sort", help="List the photos: date (newest "
+                                    "first, the default with a filter) or oldest."),
+    k: int = typer.Option(50, "-k", "--top", help="Photos per page of a listing.", min=1),
+    offset: int = OFFSET,
 ) -> None:
-    """Show the state of a photo index (counts, model, indexed folders, skipped files).
+    """Show the state of a photo index (counts, model, indexed folders, skipped files), or
+    with a filter (or --sort) list its photos by date, page by page, grouped by month.
 
     Examples:
 
@@ -346,10 +391,20 @@ def photos_command(
       xmodal photos --roots
 
       xmodal photos --facets
+
+      xmodal photos --place Lisbon --after 2023        # newest first, 50 a page
+
+      xmodal photos --camera iphone --sort oldest -k 20 --offset 20
     """
     from xmodal.index import PhotoIndex
 
     index = PhotoIndex(db, create=False)
+    if filters.active or sort is not None:
+        if sort not in (None, "date", "oldest"):
+            raise XmodalError(f"--sort {sort}: photos are listed by date or oldest")
+        answer = index.find([], k, offset, filters=filters, sort=sort or "date")
+        _print_answer("photos", answer, as_json, "")
+        return
     if facets:
         _print_facets(index.facets(), as_json)
         return

@@ -97,9 +97,10 @@ class Facet:
     order: str = "n DESC"
     suggest: Callable[[list[dict]], list[tuple[str, int]]] = lambda rows: []
 
-    def rows(self, store: Store) -> list[dict]:
+    def rows(self, store: Store, among: np.ndarray | None = None) -> list[dict]:
+        """The counts over the searchable photos, or over the ids ``among`` only."""
         return [dict(zip((*self.names, "count"), r))
-                for r in store.group_counts(self.select, self.where, self.order)]
+                for r in store.group_counts(self.select, self.where, self.order, among)]
 
 
 def _place_names(rows: list[dict]) -> list[tuple[str, int]]:

@@ -82,6 +82,9 @@ class SearchAnswer:
     candidates: int | None = None  # photos that passed the filter (None: no filter)
     more: bool = False  # whether a next page (offset + k onwards) has results
     considered: int = 0  # how many of the best matches the cutoff was applied to
+    offset: int = 0  # results skipped before this page
+    # browsing: the places of every photo that passes the filter ({place, count}, most first)
+    places: list[dict] | None = None
 
     @property
     def no_good_match(self) -> bool:
@@ -99,6 +102,8 @@ class SearchAnswer:
             "hidden": self.hidden, "no_good_match": self.no_good_match,
             "closest": self.closest.to_dict() if self.closest else None,
             "candidates": self.candidates, "more": self.more, "considered": self.considered,
+            "offset": self.offset,
+            **({} if self.places is None else {"places": self.places}),
         }
 
 
@@ -249,7 +254,8 @@ class Searcher:
         return SearchAnswer(
             page, [t.describe() for t in request.terms], request.filters.to_dict(),
             request.sort, cutoff, calibrated, len(failed), failed[0] if failed else None,
-            None if among is None else len(among), len(passing) > offset + k, len(window))
+            None if among is None else len(among), len(passing) > offset + k, len(window),
+            offset)
 
     def browse(self, request: Request, among: np.ndarray | None) -> SearchAnswer:
         """The photos that pass the filters by date (newest first unless sorted "oldest";
@@ -261,7 +267,18 @@ class Searcher:
         self.attach_metadata(page)
         return SearchAnswer(page, [], request.filters.to_dict(), sort,
                             candidates=None if among is None else len(among),
-                            more=len(ids) > request.k)
+                            more=len(ids) > request.k, offset=request.offset,
+                            places=self.places(among))
+
+    def places(self, among: np.ndarray | None) -> list[dict]:
+        """The places of the photos among ``among`` (all: None) with photo counts."""
+        from xmodal.index.filters import PLACES
+
+        counts: dict[str, int] = {}
+        for r in PLACES.rows(self.store, among):
+            name = place_name(r["city"], r["region"], r["country"])
+            counts[name] = counts.get(name, 0) + r["count"]
+        return [{"place": p, "count": n} for p, n in sorted(counts.items(), key=lambda x: -x[1])]
 
     # ----- reading the catalog --------------------------------------------------------------
     def hits(self, scores: np.ndarray, ids: np.ndarray, skip: set[int] = frozenset(),

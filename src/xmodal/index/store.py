@@ -443,17 +443,22 @@ class Store:
         arr = np.array(rows, dtype=np.float64).reshape(-1, 1 + len(columns))
         return arr[:, 0].astype(np.int64), arr[:, 1:]
 
-    def group_counts(self, select: Iterable[str], where: str = "", order: str = "n DESC"
-                     ) -> list[tuple]:
-        """Searchable photos counted per value of the ``select`` expressions (over ``files f``
-        and ``photo_meta m``): rows of (*values, count); byte-identical copies count once, as
-        search results show them once."""
+    def group_counts(self, select: Iterable[str], where: str = "", order: str = "n DESC",
+                     among: np.ndarray | None = None) -> list[tuple]:
+        """Searchable photos (of the ids ``among``, when given) counted per value of the
+        ``select`` expressions (over ``files f`` and ``photo_meta m``): rows of (*values,
+        count); byte-identical copies count once, as search results show them once."""
         select = list(select)
         cols, groups = ", ".join(select), ", ".join(str(i + 1) for i in range(len(select)))
+        conditions = ["f.status = 'ok'", *([where] if where else [])]
+        params: list = []
+        if among is not None:
+            conditions.append("f.id IN (SELECT value FROM json_each(?))")
+            params.append(json.dumps([int(i) for i in among]))
         sql = (f"SELECT {cols}, COUNT(DISTINCT COALESCE(f.sha1, f.id)) n FROM files f "
-               "LEFT JOIN photo_meta m ON m.file_id = f.id WHERE f.status = 'ok'"
-               f"{' AND ' + where if where else ''} GROUP BY {groups} ORDER BY {order}")
-        return self.conn.execute(sql).fetchall()
+               f"LEFT JOIN photo_meta m ON m.file_id = f.id WHERE {' AND '.join(conditions)} "
+               f"GROUP BY {groups} ORDER BY {order}")
+        return self.conn.execute(sql, params).fetchall()
 
     def ids_by_date(self, among: np.ndarray | None, newest: bool = True, offset: int = 0,
                     limit: int = 24) -> np.ndarray:

@@ -148,6 +148,7 @@ def _answer(answer: Any, offset: int, limit: int) -> dict[str, Any]:
         "filter": answer.filter,
         "sort": answer.sort,
         "terms": answer.terms,
+        **({} if answer.places is None else {"places": answer.places}),
     }
 
 
@@ -252,10 +253,11 @@ async def _search(
 
 @router.get("/search", summary="Rank indexed images by a sentence, with filters")
 async def search(
-    q: str = Query(..., min_length=1, max_length=MAX_TERM_CHARS,
+    q: str = Query("", max_length=MAX_TERM_CHARS,
                    description="the sentence to search for; or an expression of sentences and "
                    "indexed photos joined by + and - with optional weights, e.g. "
-                   "'2:golden retriever + /photos/pool.jpg - people'"),
+                   "'2:golden retriever + /photos/pool.jpg - people'. Left out with a filter "
+                   "or sort=date|oldest: the photos that pass, by date (browsing)"),
     limit: int = Query(24, ge=1, description="results per page"),
     offset: int = Query(0, ge=0, description="results to skip (paging)"),
     like: list[str] = Query([], description="id of an indexed photo to add to the query as an "
@@ -269,9 +271,13 @@ async def search(
     """Images ranked by how well they match ``q`` among those that pass the filters.
     ``has_more`` says whether a next page exists; ``hidden`` how many of the best matches fell
     below the cutoff (``min_relevance``), ``closest`` the best of those, and ``no_good_match``
-    that nothing passed it (ask again with ``min_score=0`` to see them)."""
-    if not q.strip():
-        raise ApiError(400, "the query is empty: type a sentence to search for")
+    that nothing passed it (ask again with ``min_score=0`` to see them). Without ``q`` (and
+    ``like``), with a filter or ``sort=date|oldest``: the photos that pass by date, newest first
+    unless ``sort=oldest`` (``terms`` empty, every ``score`` 0, nothing hidden), and ``places``:
+    the places of all of them with photo counts."""
+    if not q.strip() and not like and not (options.filters or options.sort != "relevance"):
+        raise ApiError(400, "the query is empty: type a sentence to search for, or choose a "
+                       "filter to list its photos by date")
     _check_page(state, limit, offset)
     _check_terms(like, unlike)
     return await _search(state, q, limit, offset, options, min_score, like, unlike)

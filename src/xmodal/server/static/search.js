@@ -29,6 +29,11 @@ function plural(n, word, many) { return `${n} ${n === 1 ? word : (many || word +
 
 function hasQuery() { return Boolean(search.q || search.upload || search.likes.length); }
 
+// an empty search with filters lists the photos that pass, by date (no query: nothing to rank)
+function browsing() { return !hasQuery() && Object.keys(search.filters).length > 0; }
+
+function shownSort() { return browsing() && search.sort === "relevance" ? "date" : search.sort; }
+
 function notTerms() { return search.not.split(",").map((t) => t.trim()).filter(Boolean); }
 
 // the filters and the sort order as API parameters (for searches and similar images)
@@ -101,15 +106,19 @@ function renderFilterCount() {
 
 function renderSort() {
   for (const b of document.querySelectorAll("#sort button")) {
-    b.setAttribute("aria-pressed", String(b.dataset.sort === search.sort));
+    b.setAttribute("aria-pressed", String(b.dataset.sort === shownSort()));
   }
 }
 
 // the filters open on wide screens; on phones folded into "Filters" (the summary counts them)
 function fitFilters() { document.getElementById("filters").open = !NARROW.matches; }
 
+function filterWords() {
+  return Object.entries(search.filters).map(([k, v]) => (k === "under" ? `in ${v}` : `${k} ${v}`));
+}
+
 function describeFilters() {
-  const parts = Object.entries(search.filters).map(([k, v]) => (k === "under" ? `in ${v}` : `${k} ${v}`));
+  const parts = filterWords();
   if (search.sort !== "relevance") parts.push(SORT_NAMES[search.sort]);
   return parts.join(", ");
 }
@@ -200,13 +209,58 @@ function scoreBadge(hit) {
   return el("span", { class: "score" }, fmt(hit.score));
 }
 
-function resultCard(hit, onOpen) {
+function resultCard(hit, onOpen, listed) {
   const img = el("img", { src: hit.thumbnail, alt: hit.caption || baseName(hit.id), loading: "lazy" });
+  const meta = listed ? el("span", { class: "meta" }, el("span", { class: "rank" }, "#" + hit.rank))
+    : el("span", { class: "meta" }, el("span", { class: "rank" }, "#" + hit.rank), scoreBadge(hit));
   const card = el("button", { class: "card", type: "button", title: hit.id, "data-id": hit.id },
-    img, el("span", { class: "meta" }, el("span", { class: "rank" }, "#" + hit.rank), scoreBadge(hit)),
-    photoInfo(hit));
+    img, meta, photoInfo(hit));
   card.addEventListener("click", () => onOpen(hit));
   return card;
+}
+
+// -- browsing: the photos that pass the filters, by date, under a heading per month -------------
+let lastMonth = null;  // the month of the last card listed (a new heading when it changes)
+
+function monthOf(hit) {
+  if (!hit.taken_at) return "No date";
+  const [year, month] = hit.taken_at.split("-").map(Number);
+  return new Date(year, month - 1, 1).toLocaleDateString("en", { month: "long", year: "numeric" });
+}
+
+function listPhotos(grid, page) {
+  for (const hit of page.results) {
+    const month = monthOf(hit);
+    if (month !== lastMonth) grid.append(el("h3", { class: "month" }, month));
+    lastMonth = month;
+    grid.append(resultCard(hit, openDetail, true));
+  }
+}
+
+// the places of every photo that passes, with counts: choosing one narrows the listing to it
+function showPlaces(places) {
+  const box = document.getElementById("browse-places");
+  const items = (places || []).map((p) => {
+    const button = el("button", { type: "button", class: "linklike", title: `only photos taken in ${p.place}` },
+      `${shortPlace(p.place)} (${p.count})`);
+    button.addEventListener("click", () => {
+      document.getElementById("f-place").value = p.place;
+      scheduleSearch();
+    });
+    return el("li", {}, button);
+  });
+  document.getElementById("browse-places-list").replaceChildren(...items);
+  box.hidden = !items.length;
+}
+
+function showListing(page, offset) {
+  const total = page.candidates ?? offset + page.results.length;
+  const order = page.sort === "oldest" ? "oldest first" : "newest first";
+  const status = document.getElementById("search-status");
+  const filters = filterWords().join(", ");
+  status.textContent = total ? `${plural(total, "photo")} with ${filters}, ${order}`
+    : `No photo passes ${filters}.`;
+  document.getElementById("search-notice").hidden = true;
 }
 
 // the status line, and what the cutoff hid (with a button that shows it anyway)
@@ -241,11 +295,15 @@ async function runSearch(offset) {
   const grid = document.getElementById("results");
   const more = document.getElementById("more");
   more.hidden = true;
+  const listing = browsing();
   if (offset === 0) {
     grid.replaceChildren();
+    lastMonth = null;
     document.getElementById("search-notice").hidden = true;
+    if (!listing) showPlaces([]);
   }
-  if (!hasQuery()) {
+  renderSort();
+  if (!hasQuery() && !listing) {
     status.textContent = "";
     return;
   }
@@ -256,7 +314,7 @@ async function runSearch(offset) {
     params.set("limit", PAGE);
     params.set("offset", offset);
     let page;
-    if (search.upload || !search.q) {  // an uploaded image, or example photos without words
+    if (search.upload || (!search.q && search.likes.length)) {  // an image, or photos without words
       const form = new FormData();
       for (const [k, v] of params) form.append(k, v);
       if (search.upload) form.append("image", search.upload);
@@ -265,10 +323,14 @@ async function runSearch(offset) {
       page = await api("/api/search?" + params);
     }
     if (run !== searchRun) return;  // a newer search started meanwhile
-    for (const hit of page.results) grid.append(resultCard(hit, openDetail));
+    if (listing) listPhotos(grid, page);
+    else for (const hit of page.results) grid.append(resultCard(hit, openDetail));
     nextOffset = offset + page.results.length;
     more.hidden = !page.has_more;
-    showOutcome(page, offset);
+    if (listing) {
+      showListing(page, offset);
+      if (offset === 0) showPlaces(page.places);
+    } else showOutcome(page, offset);
   } catch (err) {
     if (run !== searchRun) return;
     // the API points at /api/facets; on the page the filter fields suggest the same values
@@ -457,7 +519,9 @@ function setupSearch() {
   const fields = [...Object.values(FILTERS), "f-not"].map((id) => document.getElementById(id));
   for (const field of fields) {
     field.addEventListener("change", () => {
-      if (document.getElementById("query").value.trim() || search.upload || search.likes.length) scheduleSearch();
+      // with words (or example images) a search; without, the photos that pass, by date
+      if (document.getElementById("query").value.trim() || search.upload || search.likes.length
+          || fields.some((f) => f.id !== "f-not" && f.value.trim())) scheduleSearch();
       else readForm();
     });
   }
@@ -470,7 +534,7 @@ function setupSearch() {
     b.addEventListener("click", () => {
       search.sort = b.dataset.sort;
       renderSort();
-      if (hasQuery() || document.getElementById("query").value.trim()) scheduleSearch(true);
+      if (hasQuery() || browsing() || document.getElementById("query").value.trim()) scheduleSearch(true);
     });
   }
   document.getElementById("show-closest").addEventListener("click", showClosest);
@@ -497,7 +561,7 @@ function setupSearch() {
   window.addEventListener("popstate", () => { loadFromUrl(); runSearch(0); });
   loadSuggestions().catch(() => {});  // without suggestions the fields still take any text
   loadFromUrl();
-  if (hasQuery()) runSearch(0);
+  if (hasQuery() || browsing()) runSearch(0);
 }
 
 function setupAnnotate() {
