@@ -47,8 +47,12 @@ def test_revoke_and_reissue_from_the_command_line(tmp_path):
     listed = runner.invoke(cli_app, ["mitl", "workers", "list", path, "--json"])
     assert json.loads(listed.stdout)[0]["revoked"] is True
 
+    stale = json.loads(runner.invoke(cli_app, ["mitl", "workers", "link", path, "alice",
+                                               "--json"]).stdout)["link"]
     res = runner.invoke(cli_app, ["mitl", "workers", "reissue", path, "alice"])
     assert res.exit_code == 0, res.output
+    r = TestClient(app).get(stale, follow_redirects=False)  # the old link went with the token
+    assert r.headers["location"].endswith("#used-link")
     new = res.stdout.strip().splitlines()[-1]
     assert new != token and "/judge?code=" in res.output.replace("\n", "")
     assert new not in res.output.replace(new, "", 1)  # the token is in no link

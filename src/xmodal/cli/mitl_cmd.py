@@ -28,6 +28,8 @@ mitl_app.add_typer(workers_app, name="workers")
 mitl_app.add_typer(crowd_app, name="crowd")
 
 CAMPAIGN = typer.Argument(..., help="the campaign database (SQLite), e.g. flickr.mitl.db")
+JSON_ALWAYS = typer.Option(False, "--json", help="the output is JSON either way (accepted so "
+                           "that every command takes --json)")
 
 
 def _protocol(spec: dict[str, Any]):
@@ -164,6 +166,8 @@ def hits_command(
                                 "every worker on this server takes before any real HIT"),
     min_accuracy: float = typer.Option(0.8, "--min-accuracy", help="with --qualify: the share "
                                        "of the entry test a worker must answer right"),
+    as_json: bool = typer.Option(False, "--json", help="print {hits, size, gold, judgments, "
+                                 "entry_test} as JSON"),
 ) -> None:
     """Bundle the waiting candidates into HITs (N pairs + 1 known positive + 1 known negative).
 
@@ -176,14 +180,23 @@ def hits_command(
     from xmodal.mitl.hits import make_hits, make_qualification
     from xmodal.mitl.store import Campaign
 
+    entry = {"pairs": qualify, "min_accuracy": min_accuracy} if qualify else None
     with Campaign(campaign) as c:
         if qualify:
             make_qualification(c, _campaign_protocol(c), qualify, min_accuracy, seed)
-            console.print(f"entry test: {qualify} check pairs, {min_accuracy:.0%} right to go on")
+            if not as_json:
+                console.print(f"entry test: {qualify} check pairs, {min_accuracy:.0%} right to "
+                              "go on")
             if not c.unassigned_pairs():
+                if as_json:
+                    _echo_json({"hits": 0, "entry_test": entry})
                 return
         hits = make_hits(c, _campaign_protocol(c), size, judgments, seed)
         gold = 0 if (c.meta("gold") or {}).get("mode") == "none" else 2
+        if as_json:
+            _echo_json({"hits": len(hits), "size": size, "gold": gold, "judgments": judgments,
+                        "entry_test": entry})
+            return
         console.print(f"{len(hits)} HITs of about {size} + {gold} pairs, {judgments} workers "
                       "each. "
                       f"next: xmodal mitl workers add {campaign} NAME; xmodal serve "
@@ -196,6 +209,7 @@ def workers_add(
     name: str = typer.Argument(..., help="the worker's name"),
     reviewer: bool = typer.Option(False, "--reviewer", help="may accept or reject HITs at "
                                   "/review"),
+    as_json: bool = typer.Option(False, "--json", help="print {worker, role, token, link}"),
 ) -> None:
     """Register a worker and print their token (shown once; only its hash is stored).
 
@@ -208,6 +222,10 @@ def workers_add(
     with Campaign(campaign) as c:
         token = c.add_worker(name, "reviewer" if reviewer else "worker")
         code, page = make_signin_code(c, name)
+    if as_json:
+        _echo_json({"worker": name, "role": "reviewer" if reviewer else "worker",
+                    "token": token, "link": f"/{page}?code={code}"})
+        return
     console.print(f"{'reviewer' if reviewer else 'worker'} {name!r} added. Send them the "
                   f"sign-in link /{page}?code={code} (it signs one browser in, once; a new one: "
                   f"'xmodal mitl workers link {campaign} {name}') and the token below (typed "
@@ -217,18 +235,25 @@ def workers_add(
 
 @workers_app.command("reissue")
 def workers_reissue(campaign: Path = CAMPAIGN,
-                    name: str = typer.Argument(..., help="the worker's name")) -> None:
-    """Give a worker a new token (printed once); the old one and its sessions stop working.
+                    name: str = typer.Argument(..., help="the worker's name"),
+                    as_json: bool = typer.Option(False, "--json", help="print {worker, token, "
+                                                 "link}")) -> None:
+    """Give a worker a new token (printed once) and sign-in link; the old token, its sessions
+    and its unused links stop working.
 
     Example: xmodal mitl workers reissue flickr.db alice
     """
     from xmodal.mitl.store import Campaign
 
-    from xmodal.mitl.blind import make_signin_code
+    from xmodal.mitl.blind import drop_signin_codes, make_signin_code
 
     with Campaign(campaign) as c:
         token = c.reissue_token(name)
+        drop_signin_codes(c, name)  # the old links go with the old token
         code, page = make_signin_code(c, name)
+    if as_json:
+        _echo_json({"worker": name, "token": token, "link": f"/{page}?code={code}"})
+        return
     console.print(f"new token for {name!r}; their sign-in link: /{page}?code={code}")
     typer.echo(token)
 
@@ -259,7 +284,9 @@ def workers_link(campaign: Path = CAMPAIGN,
 
 @workers_app.command("revoke")
 def workers_revoke(campaign: Path = CAMPAIGN,
-                   name: str = typer.Argument(..., help="the worker's name")) -> None:
+                   name: str = typer.Argument(..., help="the worker's name"),
+                   as_json: bool = typer.Option(False, "--json", help="print {worker, "
+                                                "revoked}")) -> None:
     """Stop a worker from signing in (their token and open sessions are refused at once); the
     judgments they made stay. 'reissue' lets them in again.
 
@@ -269,6 +296,9 @@ def workers_revoke(campaign: Path = CAMPAIGN,
 
     with Campaign(campaign) as c:
         c.revoke_worker(name)
+    if as_json:
+        _echo_json({"worker": name, "revoked": True})
+        return
     console.print(f"{name!r} can no longer sign in to {campaign}")
 
 
@@ -386,6 +416,7 @@ def export_command(
     ties: str | None = typer.Option(None, "--ties", help="as 'aggregate' (default: the "
                                     "settings aggregate ran with)"),
     min_gold_accuracy: float | None = MIN_GOLD,
+    as_json: bool = JSON_ALWAYS,
 ) -> None:
     """Write the extended positives (original ∪ verified) in the eccv-caption JSON layout,
     with the settings 'xmodal mitl aggregate' ran with (recorded in mitl_export.json).
@@ -414,6 +445,7 @@ def next_round_command(
     budget: int = typer.Option(..., "--budget", help="how many new pairs to propose"),
     strategy: str = typer.Option("targeted", "--strategy", help="targeted (consensus x query "
                                  "productivity) or deeper (the next ranks)"),
+    as_json: bool = JSON_ALWAYS,
 ) -> None:
     """Propose the next round's candidates from the annotators' stored top-25 lists.
 
@@ -545,6 +577,7 @@ def crowd_export(
                                      "give every task (check pairs too) one prediction per "
                                      "machine annotator, with its real score (off by default: "
                                      "pre-filled answers bias the annotators)"),
+    as_json: bool = JSON_ALWAYS,
 ) -> None:
     """Export the HITs for a crowd platform: MTurk batch CSV + question template, Label Studio
     tasks + labeling config, or the Prolific study link; images under opaque names.
@@ -570,6 +603,7 @@ def crowd_import(
     platform: str | None = typer.Option(None, "--platform", help="mturk, label-studio or "
                                         "prolific (default: mturk for .csv, label-studio for "
                                         ".json)"),
+    as_json: bool = JSON_ALWAYS,
 ) -> None:
     """Import a platform's results; importing the same file again adds nothing. MTurk: the
     whole batch file or nothing, one assignment per row, and RESULTS.decisions.csv (Approve /

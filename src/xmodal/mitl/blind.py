@@ -155,6 +155,15 @@ def make_signin_code(campaign: Campaign, name: str, page: str | None = None) -> 
     return code, page
 
 
+def drop_signin_codes(campaign: Campaign, name: str) -> int:
+    """Burn every unused sign-in code of worker ``name`` (a reissued token: its old links go
+    with it); returns how many."""
+    with campaign.write() as c:
+        return c.execute("DELETE FROM meta WHERE key LIKE ? AND json_extract(value, '$.worker') "
+                         "= (SELECT id FROM workers WHERE name = ?)",
+                         (SIGNIN_PREFIX + "%", name)).rowcount
+
+
 def redeem_signin_code(campaign: Campaign, code: str, page: str) -> Worker | None:
     """The worker of a one-time sign-in code for ``page``, burning it (one transaction: two
     browsers opening the same link, only one signs in); None for an unknown, used or expired
