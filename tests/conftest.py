@@ -14,6 +14,13 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("XMODAL_MODELS", str(Path(__file__).resolve().parents[1] / ".cache"
                                            / "test-models"))
 
+# XMODAL_TEST_BLAS_THREADS=N runs the session with BLAS/LAPACK limited to N threads, which
+# changes summation order the way another CPU does (docs/architecture.md, "Numbers across CPUs").
+if os.environ.get("XMODAL_TEST_BLAS_THREADS"):
+    from threadpoolctl import threadpool_limits
+
+    _BLAS_LIMIT = threadpool_limits(int(os.environ["XMODAL_TEST_BLAS_THREADS"]), user_api="blas")
+
 DATA_ROOT = Path(
     os.environ.get("XMODAL_DATA", Path(__file__).resolve().parents[2] / "shared" / "data")
 )
