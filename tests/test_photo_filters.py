@@ -314,8 +314,9 @@ def test_old_index_gains_metadata_without_re_embedding(photos, tmp_path):
     CountingColourModel.embedded = 0
     PhotoIndex(db, model=CountingColourModel()).update(folder, progress=False)
     assert CountingColourModel.embedded == N
-    with sqlite3.connect(db) as conn:  # an index from before metadata: no such table
-        conn.execute("DROP TABLE photo_meta")
+    with sqlite3.connect(db) as conn:  # an index from before metadata: no such table, and
+        conn.execute("DROP TABLE photo_meta")  # from before versioning (xmodal.migrations)
+        conn.execute("PRAGMA user_version = 0")
     index = PhotoIndex(db, model=CountingColourModel())
     stats = index.update(folder, progress=False)
     assert (stats.metadata_read, stats.unchanged, CountingColourModel.embedded) == (N, N, N)

@@ -31,6 +31,11 @@ OFFSET_TIME_ORIGINAL, OFFSET_TIME = 0x9011, 0x9010
 # (population, km): the nearest place of at least this population within this distance names
 # the city, the largest first; a photo in a city's neighbourhood is filed under the city
 CITY_TIERS = ((1_000_000, 15.0), (100_000, 10.0), (15_000, 6.0))
+# A position farther than this from every place the geocoder knows (GeoNames places of 1,000
+# people or more) gets no place name: at sea, in a desert or on an ice sheet the nearest town
+# is no answer (a mid-Atlantic point was labelled with an Azores town 780 km away). The
+# position itself is kept (--near still finds it).
+PLACE_MAX_KM = 50.0
 
 
 @dataclass
@@ -257,7 +262,8 @@ def _degrees(value: Any, ref: Any) -> float | None:
 
 def place_of(lat: float, lon: float) -> tuple[str | None, str | None, str | None, str | None]:
     """(city, region, country, country code) of a position, offline: the nearest large city
-    when the position is inside it (see CITY_TIERS), else the nearest named place."""
+    when the position is inside it (see CITY_TIERS), else the nearest named place; all None
+    farther than PLACE_MAX_KM from any (an unknown place)."""
     try:
         import reverse_geocode
     except ImportError:
@@ -269,8 +275,8 @@ def place_of(lat: float, lon: float) -> tuple[str | None, str | None, str | None
             place = near
             break
     place = place or reverse_geocode.get((lat, lon))
-    if not place:
-        return None, None, None, None
+    if not place or km_between(lat, lon, place["latitude"], place["longitude"]) > PLACE_MAX_KM:
+        return None, None, None, None  # an unknown place
     return (place.get("city") or None, place.get("state") or None,
             place.get("country") or None, place.get("country_code") or None)
 

@@ -5,7 +5,8 @@ One expression, written as separate words on the command line or as one string::
     "2:golden retriever" + pool.jpg - people
     "a golden retriever + ~/Pictures/pool.jpg - people"
 
-A term is an image when it names an existing image file (or an indexed photo), else a sentence.
+A term is an image when it names an existing image file (or an indexed photo), else a sentence;
+a term written as an image file's path that names no file is an error.
 ``W:`` in front of a term weighs it (default 1). The query vector is the weighted sum of the
 terms' unit vectors, the ``-`` terms subtracted, normalised again: photos are ranked by their
 cosine similarity to it.
@@ -48,8 +49,21 @@ def looks_like_image(text: str) -> bool:
     return path.suffix.lower() in IMAGE_EXTENSIONS and path.is_file()
 
 
-def term(text: str, sign: float = 1.0, kind: str | None = None) -> Term:
-    """A term from its written form, ``W:`` weight included."""
+def looks_like_path(text: str) -> bool:
+    """Whether a term is written as an image file's name or path, whether or not the file
+    exists: an image extension, and no space unless it starts as a path does (``pool.jpg``,
+    ``~/Pictures/at the pool.jpg``); "a cat.jpg" with a space is a sentence."""
+    text = text.strip()
+    if Path(text).suffix.lower() not in IMAGE_EXTENSIONS:
+        return False
+    return text.startswith(("/", "~", "./", "../")) or not any(c.isspace() for c in text)
+
+
+def term(text: str, sign: float = 1.0, kind: str | None = None,
+         check_files: bool = True) -> Term:
+    """A term from its written form, ``W:`` weight included. With ``check_files``, a term
+    written as an image file's path (:func:`looks_like_path`) that names no file is an error
+    rather than a sentence (a mistyped file name used to be searched as words)."""
     weight, body = 1.0, text.strip()
     m = _WEIGHT.match(body)
     if m:
@@ -59,13 +73,17 @@ def term(text: str, sign: float = 1.0, kind: str | None = None) -> Term:
     if not weight > 0:
         raise XmodalError(f"the weight of {body!r} must be above 0 (use '- {body}' to push it "
                           "away)")
+    if kind is None and check_files and looks_like_path(body) and not looks_like_image(body):
+        raise XmodalError(f"no image file {body!r} (in {text.strip()!r}): check its name and "
+                          "folder; to search for the words, leave out the file extension")
     kind = kind or ("image" if looks_like_image(body) else "text")
     return Term(str(Path(body).expanduser()) if kind == "image" else body, kind, sign * weight)
 
 
-def parse_query(parts: str | list[str]) -> list[Term]:
+def parse_query(parts: str | list[str], check_files: bool = True) -> list[Term]:
     """Terms of a query written as one string or as command-line words (``+`` and ``-`` on their
-    own, or surrounded by spaces inside one string, join terms)."""
+    own, or surrounded by spaces inside one string, join terms). ``check_files``: see
+    :func:`term` (the server passes False: it answers missing and unindexed files alike)."""
     words = [parts] if isinstance(parts, str) else list(parts)
     tokens: list[str] = []
     for word in words:
@@ -86,7 +104,7 @@ def parse_query(parts: str | list[str]) -> list[Term]:
     if not groups or not groups[-1][1]:
         raise XmodalError("the search query is empty or ends with an operator: give a sentence "
                           "such as 'a dog on a beach'")
-    terms = [term(" ".join(ws), sign) for sign, ws in groups]
+    terms = [term(" ".join(ws), sign, check_files=check_files) for sign, ws in groups]
     if not any(t.weight > 0 for t in terms):
         raise XmodalError("the query only pushes away: add something to look for, e.g. "
                           "'a beach - people'")

@@ -128,7 +128,7 @@ INDEX_SCHEMA = Schema("photo index", [
 
 # Bumped when metadata extraction changes: rows of an older version are read again (without
 # re-embedding) by the next 'xmodal index'.
-METADATA_VERSION = 1
+METADATA_VERSION = 2  # 2: no place name farther than 50 km from any known place
 
 
 @dataclass(frozen=True)

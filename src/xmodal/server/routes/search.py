@@ -190,7 +190,7 @@ def _query_terms(lib: Any, q: str, like: list[str], unlike: list[str]) -> list[A
     from xmodal.index.query import Term, parse_query
 
     index, terms = lib.index(), []
-    for t in parse_query(q) if q.strip() else []:
+    for t in parse_query(q, check_files=False) if q.strip() else []:
         if _image_reference(t):
             path = os.path.abspath(os.path.expanduser(str(t.value)))
             if not index.contains(path):
