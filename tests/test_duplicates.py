@@ -477,6 +477,8 @@ def test_api_groups_with_thumbnails(app_for):
         member = body["groups"][0]["members"][0]
         assert member["keep"] and member["id"] == member["path"]
         assert {"thumbnail", "preview", "bytes", "width", "height", "date", "score"} <= set(member)
+        assert member["why"].startswith("kept: ")  # and each other photo says why not
+        assert all(m["why"] for m in body["groups"][0]["members"])
         thumb = client.get(member["thumbnail"])
         assert thumb.status_code == 200 and thumb.headers["content-type"] == "image/jpeg"
         page = client.get("/api/duplicates", params={"limit": 1, "offset": 1}).json()
@@ -502,7 +504,7 @@ def test_duplicates_page_on_a_phone(app_for):
         assert page.locator(".dup-photo.keep").count() == 3
         first = page.locator(".dup-group").first.locator(".dup-photo").first
         assert "keep" in first.inner_text() and "320 × 240" in first.inner_text()
-        assert "2020-09-1" in first.inner_text()
+        assert "2020-09-1" in first.inner_text() and "kept: " in first.inner_text()
         page.wait_for_function("[...document.querySelectorAll('.dup-group:first-of-type img')]"
                                ".every(i => i.complete && i.naturalWidth > 0)")  # lazy below
         assert "12 photos beside the suggested keeps" in page.inner_text("#dup-status")

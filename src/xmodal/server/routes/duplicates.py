@@ -21,11 +21,13 @@ _cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 def member_json(m: dup.Member) -> dict[str, Any]:
     """One photo of a group: the fields of a search hit (id, thumbnail and preview URLs; its
-    similarity to the suggested keep as ``score``) plus size, resolution, date and keep."""
+    similarity to the suggested keep as ``score``) plus size, resolution, date, keep and
+    ``why`` it is (or is not) the keep."""
     out = hit_json((m.path, m.similarity, m.path), 0)
     out.pop("rank", None)
     out.update(bytes=m.bytes, width=m.width, height=m.height, date=m.date,
-               date_source=m.date_source, keep=m.keep, identical=m.identical)
+               date_source=m.date_source, keep=m.keep, identical=m.identical, why=m.why,
+               camera_original=m.camera_original, turned=m.turned)
     return out
 
 
@@ -58,7 +60,8 @@ async def duplicates(
     state: ServerState = Depends(get_state),
 ) -> dict[str, Any]:
     """Groups of resized, cropped, re-encoded, edited, mirrored or identical copies, largest
-    first; in each group the suggested keep (largest resolution, then oldest) comes first."""
+    first; in each group the suggested keep (the camera original, then the earliest taken, no
+    added border, the most pixels ...) comes first, each photo saying why it is or is not kept."""
     lib = state.backends
     groups = await lib.run(_groups, lib, threshold, hash_weight)
     page = groups[offset:offset + limit]

@@ -34,7 +34,8 @@ function photoCard(m) {
     el("a", { href: m.preview, target: "_blank", rel: "noopener" },
       el("img", { src: m.thumbnail, alt: baseName(m.id), loading: "lazy" })),
     el("figcaption", {}, name, details, el("br"), date,
-      similarity ? el("br") : null, similarity));
+      similarity ? el("br") : null, similarity,
+      m.why ? el("br") : null, m.why ? el("span", { class: "muted why" }, m.why) : null));
 }
 
 function groupCard(group, number) {
