@@ -143,7 +143,8 @@ function show(view) {
 }
 
 function entryOf(item) { return judge.answers[item.id] || {}; }
-function answeredCount() { return judge.items.filter((it) => Number.isInteger(entryOf(it).answer)).length; }
+const hasAnswer = (e) => Boolean(e) && Number.isInteger(e.answer);  // 0 (can't tell) is an answer
+function answeredCount() { return judge.items.filter((it) => hasAnswer(entryOf(it))).length; }
 function labelOf(n) { return `${n} · ${judge.labels[n] || judge.labels[String(n)] || ""}`; }
 function reasonLimit() { return judge.limits.reason_chars || 2000; }
 function tooLong() {
@@ -159,7 +160,7 @@ function cleanAnswers(raw) {
     const value = raw[item.id];
     if (!value || typeof value !== "object") continue;
     const entry = {};
-    const answer = Number(value.answer);
+    const answer = value.answer === null || value.answer === undefined ? NaN : Number(value.answer);
     if ([0, 1, 2, 3, 4].includes(answer)) entry.answer = answer;  // 0: can't tell
     if (typeof value.reason === "string" && value.reason) entry.reason = value.reason;
     if (Object.keys(entry).length) out[item.id] = entry;
@@ -321,9 +322,9 @@ function renderSummary() {
   const long = new Set(tooLong().map(([i]) => i));
   judge.items.forEach((item, i) => {
     const entry = entryOf(item);
-    list.append(el("li", { class: entry.answer && !long.has(i) ? "" : "error" },
+    list.append(el("li", { class: hasAnswer(entry) && !long.has(i) ? "" : "error" },
       el("button", { type: "button", class: "linkbutton", onclick: () => goTo(i) }, `pair ${i + 1}`), ": ",
-      entry.answer ? labelOf(entry.answer) : "not answered yet",
+      hasAnswer(entry) ? labelOf(entry.answer) : "not answered yet",
       long.has(i) ? ` — the reason is longer than ${reasonLimit().toLocaleString("en")} characters` : null,
       entry.reason && !long.has(i) ? el("span", { class: "muted" }, ` — ${entry.reason}`) : null));
   });
@@ -398,7 +399,7 @@ async function showConflict(message) {
   judge.conflict = true;
   const merged = Object.assign({}, judge.answers);
   const chosen = new Set();
-  const describe = (e) => (e && e.answer ? labelOf(e.answer) : "no answer") + (e && e.reason ? ` — “${e.reason}”` : "");
+  const describe = (e) => (hasAnswer(e) ? labelOf(e.answer) : "no answer") + (e && e.reason ? ` — “${e.reason}”` : "");
   const lock = (locked) => { for (const b of $("answer-buttons").querySelectorAll("button")) b.disabled = locked; };
   const finish = () => {
     lock(false);
