@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import warnings
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
@@ -236,8 +237,11 @@ def choose_queries(per: list[dict], texts: list[list[str]]) -> tuple[list[Query]
     for d in per:
         ing.update(d["ing"])
         nns.update(d["nns"])
-    articled = Counter(w for caps in texts for w in set(
-        t for c in caps for t in c.lower().split(" a ")[1:] for t in [t.split(" ")[0]]))
+    articled = Counter()  # photos whose captions say "a <word>"
+    for caps in texts:
+        words = [re.findall(r"[a-z]+", c.lower()) for c in caps]
+        articled.update({w[i + 1] for w in words for i in range(len(w) - 1)
+                         if w[i] in ("a", "an")})
     queries: list[Query] = []
     rel: list[np.ndarray] = []
 
