@@ -452,6 +452,10 @@ def test_a_simulated_paid_study_gives_one_identity_per_person(tmp_path):
         assert r.status_code == 403 and info["completion_code"] not in r.text
         assert "did not pass the entry test" in r.text
         assert stranger.get("/prolific/done").status_code == 401
+        # a participant the researcher revokes is out, link or cookie
+        assert _cli("mitl", "workers", "revoke", c.path, "prolific:60b3").exit_code == 0
+        assert people[3].get("/api/mitl/me").status_code == 401
+        assert people[3].get(link.format("60b3", "s3")).status_code == 409
     assert sorted(x for (x,) in c.q("SELECT external_id FROM external_workers")) == [
         "60b1", "60b2", "60b3", "60b4"]
     assert c.q("SELECT COUNT(*) FROM workers")[0][0] == 4

@@ -121,7 +121,7 @@ def session_worker(campaign: Campaign, value: str | None, page: str) -> Worker |
     if not wid.isdigit():
         return None
     row = campaign.q("SELECT id, name, role, token_sha256 FROM workers WHERE id = ?", (int(wid),))
-    if not row:
+    if not row or row[0][3].startswith(REVOKED):  # a revoked worker has no session
         return None
     expected = _session_mac(campaign, row[0][0], row[0][3], page)
     return Worker(*row[0][:3]) if hmac.compare_digest(mac, expected) else None

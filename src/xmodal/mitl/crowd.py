@@ -1,18 +1,22 @@
 """Crowd platforms, both ways: HITs out to MTurk, Label Studio or Prolific, their results in.
 
 * **MTurk** (``--platform mturk``): ``mturk/input.csv``, one row per HIT for a batch (columns
-  ``hit``, ``item_K``, ``image_K``, ``text_K``), and ``mturk/question.html``, the question
-  template in crowd-html elements (``${image_1}`` … are filled from the CSV). Import reads the
-  batch results CSV (``Input.*``, ``Answer.*``, ``WorkerId``, ``AssignmentId``,
-  ``AcceptTime``, ``SubmitTime``, ``WorkTimeInSeconds``) and writes ``*.decisions.csv``
-  beside it: the same rows with ``Approve`` / ``Reject`` filled, to upload back.
+  ``hit``, ``item_K``, ``image_K``, ``text_K``), ``mturk/question.html``, the question
+  template in crowd-html elements (``${image_1}`` … are filled from the CSV), and with an entry
+  test ``mturk/qualification/`` (QuestionForm, AnswerKey). Import checks the whole batch results
+  CSV (``Input.*``, ``Answer.*``, ``WorkerId``, ``AssignmentId``, ``AssignmentStatus``,
+  ``AcceptTime``, ``SubmitTime``, ``WorkTimeInSeconds``) before storing it in one transaction,
+  keeps MTurk's own decisions, and writes ``*.decisions.csv`` beside it: the same rows with
+  ``Approve`` / ``Reject`` and the reason for every row, to upload back.
 * **Label Studio** (``--platform label-studio``): ``label-studio/tasks.json`` (one task per
   pair, its visible data the photo and the sentence only; predictions only with
   ``--predictions``) and ``label-studio/config.xml``, the labeling config with the four answers
   and "can't tell". Import reads the project's JSON export by task: each annotation is one
   judgment of one pair by one annotator.
-* **Prolific** (``--platform prolific``): the external-study link for the server
-  (``/prolific?PROLIFIC_PID=…``, :mod:`xmodal.server.routes.crowd`) and its completion code.
+* **Prolific** (``--platform prolific --study-id ID``): the external-study link for the server
+  (``/prolific?PROLIFIC_PID=…``, :mod:`xmodal.server.routes.crowd`) and its completion code;
+  import reads the study's submissions export to screen out participants Prolific does not
+  know.
 
 Outside platforms never see a campaign's ids or file paths: HITs, items and images get opaque
 names (HMAC of the campaign's own secret), images are copied without their metadata into
@@ -962,6 +966,10 @@ def register_participant(campaign: Campaign, pid: str, study: str = "",
             campaign.set_meta(c, f"prolific:{pid}", {"study": study, "session": session,
                                                     "at": time.time()})
         wid = external_worker(c, "prolific", pid)
+        revoked = c.execute("SELECT token_sha256 LIKE 'revoked:%' FROM workers WHERE id = ?",
+                            (wid,)).fetchone()[0]
+    if revoked:
+        raise ParticipantRefused("this participant can no longer take part in the study")
     return Worker(wid, f"prolific:{pid}", "worker")
 
 
