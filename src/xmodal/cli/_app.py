@@ -46,10 +46,13 @@ PANELS = {
     "Research": ("reproduce", "gist", "mitl", "train"),
     "Scale": ("embed", "ann"),
 }
-NEEDS_EXTRA = {"eval": "research", "protocols": "research", "models": "research",
-               "compare": "research", "reproduce": "research", "gist": "research",
-               "mitl": "research", "train": "train", "embed": "scale", "ann": "scale",
-               "prepare": "export"}
+NEEDS_EXTRA = {"reproduce": "research", "gist": "research", "mitl": "research",
+               "train": "train", "embed": "scale", "ann": "scale", "prepare": "export"}
+# Commands that run in the core install for some inputs (the default model on a protocol, saved
+# runs) and need an extra for others (a research setting): they run, and a missing module of the
+# extra ends them with the same message instead of a traceback.
+MAY_NEED_EXTRA = {"eval": "research", "protocols": "research", "models": "research",
+                  "compare": "research"}
 
 
 def install_line(extra: str) -> str:
@@ -73,14 +76,25 @@ def check_extra(command: str, extra: str) -> None:
         raise typer.Exit(2)
 
 
-def requires_extra(extra: str, command: str | None = None) -> Callable:
+def requires_extra(extra: str, command: str | None = None, upfront: bool = True) -> Callable:
     """Decorator of a command that needs ``extra``: in an install without it, the command
-    exits 2 with the install line instead of running (and failing deep inside)."""
+    exits 2 with the install line instead of running (and failing deep inside). With
+    ``upfront=False`` the command runs, and only an import of one of the extra's modules that
+    fails ends it so."""
     def gate(fn: Callable) -> Callable:
+        name = command or fn.__name__.removesuffix("_command")
+
         @functools.wraps(fn)
         def gated(*args, **kwargs):
-            check_extra(command or fn.__name__.removesuffix("_command"), extra)
-            return fn(*args, **kwargs)
+            if upfront:
+                check_extra(name, extra)
+            try:
+                return fn(*args, **kwargs)
+            except ModuleNotFoundError as exc:
+                if (exc.name or "").split(".")[0] not in EXTRA_MODULES[extra]:
+                    raise
+                check_extra(name, extra)  # exits 2 (the module is missing)
+                raise
 
         gated.xmodal_extra = extra
         return gated
@@ -101,8 +115,9 @@ def organise(root: typer.Typer) -> None:
     for info in root.registered_commands:
         name = info.name or info.callback.__name__.replace("_", "-")
         info.rich_help_panel = panel_of.get(name, "Photos")
-        if name in NEEDS_EXTRA:
-            info.callback = requires_extra(NEEDS_EXTRA[name], name)(info.callback)
+        if name in NEEDS_EXTRA or name in MAY_NEED_EXTRA:
+            info.callback = requires_extra(NEEDS_EXTRA.get(name) or MAY_NEED_EXTRA[name], name,
+                                           upfront=name in NEEDS_EXTRA)(info.callback)
     for group in root.registered_groups:
         group.rich_help_panel = panel_of.get(group.name, "Photos")
         if group.name in NEEDS_EXTRA:

@@ -22,21 +22,18 @@ MODEL_HELP = (
 )
 
 
-def _open(db: Path | None, model: str | None, create: bool = False):
+def _open(db: Path | None, model: str | None, create: bool = False, ann: Path | None = None,
+          nprobe: int | None = None):
+    """What a search runs on: a photo database, or (``ann``) an 'xmodal ann build' folder; both
+    answer ``find`` through the same pipeline (xmodal.index.searcher)."""
+    if ann is not None:
+        from xmodal.factory import load_embedding_model
+        from xmodal.scale.ann_search import open_search
+
+        return open_search(ann, nprobe, load_embedding_model(model) if model else None)
     from xmodal.factory import open_photo_index
 
     return open_photo_index(db, model, create=create)
-
-
-def _print_results(title: str, results, as_json: bool, query: str) -> None:
-    if as_json:
-        typer.echo(
-            json.dumps({"query": query, "results": [r.to_dict() for r in results]}, indent=2)
-        )
-        return
-    _results_table(title, results)
-    if not results:
-        console.print("[yellow]no results: is the index empty? run 'xmodal index FOLDER'[/]")
 
 
 def _results_table(title: str, results) -> None:
@@ -237,7 +234,8 @@ def search_command(
     ),
     ann: Path | None = typer.Option(
         None, "--ann", help="Search an index folder built by 'xmodal ann build' instead of a "
-        "photo database (paths come from its embedding shards)."
+        "photo database: the same filters, cutoff, sorting and answer (paths, dates and places "
+        "from the catalog it keeps beside its shards)."
     ),
     nprobe: int | None = typer.Option(
         None, "--nprobe", help="With --ann: inverted lists searched (default: $XMODAL_NPROBE or "
@@ -268,24 +266,13 @@ def search_command(
       xmodal search "a red bus" --ann photos.ann --nprobe 32
     """
     text = " ".join(query or [])
-    browse = ann is None and (filters.active or sort != "relevance")
-    if not text.strip() and not (like and ann is None) and not browse:
+    if not text.strip() and not like and not (filters.active or sort != "relevance"):
         raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'"
                           " (or an example image with --like, or a filter such as --place "
                           "Lisbon to list its photos by date)")
     from xmodal.features.onnx_engine import quick_start
 
-    if ann is not None:
-        from xmodal.scale.ann_search import search_text
-
-        if like or unlike or filters.active or sort != "relevance":
-            raise XmodalError("--ann searches take a sentence only: filters, --like, --not and "
-                              "--sort work on a photo database (--db)")
-        with quick_start():
-            found = search_text(ann, text, k, nprobe)
-        _print_results(f"search: {text}", found, as_json, text)
-        return
-    index = _open(db, model)
+    index = _open(db, model, ann=ann, nprobe=nprobe)
     with quick_start():  # one query in this process: a session quicker to create wins
         answer = index.find(query or [], k, offset, filters=filters, sort=sort,
                             min_relevance=min_score, like=like, unlike=unlike)

@@ -89,7 +89,7 @@ def ann_build_command(
     factory: str = typer.Option(None, "--factory", help="FAISS factory string instead of the "
                                 "automatic choice, e.g. 'IVF4096_HNSW32,SQ8'."),
     stage: list[str] = typer.Option(None, "--stage", help="Run only these stages (train, add, "
-                                    "merge, eval; repeatable). Default: all."),
+                                    "merge, eval, catalog; repeatable). Default: all."),
     jobs: int = typer.Option(1, "--jobs", help="Processes adding shards in parallel."),
     queries: int = typer.Option(200, "--queries", help="Held-out query sample for recall."),
     target_recall: float = typer.Option(0.9, "--target-recall", help="The default nprobe is "

@@ -12,7 +12,10 @@ Stages, each resumable (a finished stage's files are kept and skipped on a re-ru
    ``OnDiskInvertedLists``) and write ``index.faiss``, which is memory-mapped when opened, so
    the index may be larger than RAM;
 4. ``eval``   - exact top-k of the held-out queries over all shards (in chunks), then recall@k of
-   the index at each nprobe; the smallest nprobe reaching ``target_recall`` becomes the default.
+   the index at each nprobe; the smallest nprobe reaching ``target_recall`` becomes the default;
+5. ``catalog`` - ``catalog.db``: each vector's path, SHA-1 and photo metadata (date, camera,
+   place), so that a search of the folder filters, sorts and answers as a photo database does
+   (:mod:`xmodal.scale.ann_catalog`).
 
 Below ``FLAT_BELOW`` vectors (or when exact vectors fit the budget and the collection is small)
 the index is exact (``Flat``) and ``add`` writes it directly. ``ann.json`` records the choice,
@@ -34,10 +37,11 @@ import numpy as np
 
 from xmodal.errors import XmodalError
 from xmodal.scale import shards as sh
+from xmodal.scale.ann_catalog import build_catalog, catalog_path
 
 FLAT_BELOW = 100_000
 DATA_FILE = "index.ivfdata"
-STAGES = ("train", "add", "merge", "eval")
+STAGES = ("train", "add", "merge", "eval", "catalog")
 NPROBES = (1, 2, 4, 8, 16, 32, 64, 128, 256)
 CODE_SIZES = {"SQ8": 1.0, "SQ6": 0.75, "SQ4": 0.5}  # bytes per dimension
 
@@ -350,4 +354,6 @@ def build_index(
         stage_merge(out, keep_blocks)
     if "eval" in stages and (out / "index.faiss").is_file() and "eval" not in sh.read_ann_meta(out):
         stage_eval(out, k, target_recall)
+    if "catalog" in stages and (out / "index.faiss").is_file() and not catalog_path(out).is_file():
+        build_catalog(out, progress=progress)  # paths, dates, places: filters on --ann searches
     return sh.read_ann_meta(out)

@@ -128,6 +128,57 @@ class ShardIndex:
         return out
 
 
+class ShardBackend:
+    """A :class:`ShardIndex` as the :class:`~xmodal.index.searcher.VectorBackend` of a search:
+    ids are the index's row ids (the catalog's file ids). A filtered search (``among``) probes
+    every inverted list with an ID selector, so it ranks all the photos that pass (exactly, up
+    to the codes' precision) instead of those in the ``nprobe`` nearest lists."""
+
+    def __init__(self, index: ShardIndex):
+        self.index = index
+
+    def search(self, queries: np.ndarray, k: int, among: np.ndarray | None = None):
+        if among is None:
+            return self.index.search_ids(queries, k)
+        import faiss
+
+        q = np.ascontiguousarray(np.atleast_2d(queries), np.float32)
+        if not len(among):
+            return np.zeros((len(q), 0), np.float32), np.zeros((len(q), 0), np.int64)
+        sel = faiss.IDSelectorBatch(np.asarray(among, np.int64))
+        if self.index.is_ivf:
+            self.index._set(self.index.nlist)
+            params = faiss.SearchParametersIVF(sel=sel, nprobe=self.index.nlist)
+        else:
+            params = faiss.SearchParameters(sel=sel)
+        try:
+            return self.index.index.search(q, max(1, min(k, len(among))), params=params)
+        finally:
+            self.index._set(self.index.nprobe)
+
+
+def open_search(folder: str | os.PathLike, nprobe: int | None = None,
+                model: EmbeddingModel | None = None):
+    """The :class:`~xmodal.index.searcher.Searcher` of an index folder: its catalog, its FAISS
+    index and the model it was built with (loaded when a query is first embedded); ``find``
+    answers as :meth:`xmodal.index.PhotoIndex.find` does."""
+    from xmodal.index.calibration import load_calibrator
+    from xmodal.index.searcher import Searcher
+    from xmodal.scale.ann_catalog import open_catalog
+
+    index = ShardIndex(folder, nprobe)
+    store = open_catalog(folder)
+    loaded: list[EmbeddingModel] = []
+
+    def the_model() -> EmbeddingModel:
+        if not loaded:
+            loaded.append(index_model(index, model))
+        return loaded[0]
+
+    return Searcher(store, ShardBackend(index), the_model, index.model_id,
+                    lambda: load_calibrator(index.model_id))
+
+
 def index_model(index: ShardIndex, model: EmbeddingModel | None = None) -> EmbeddingModel:
     """``model``, else the model the index was built with (its ``model_spec``, through
     :mod:`xmodal.factory`); XmodalError when its embedding space is not the index's."""
