@@ -20,7 +20,7 @@ def test_access_token_link_from_another_site_reaches_the_study(tmp_path):
     from xmodal.server import create_app
 
     campaign, _ = build_campaign(tmp_path)
-    export_prolific(campaign, tmp_path / "prolific", None)
+    export_prolific(campaign, tmp_path / "prolific", None, "s1")  # the study STUDY_ID=s1
     app = create_app(tmp_path / "none.db", reports_dir=tmp_path, thumbnail_dir=tmp_path / "t",
                      campaign=campaign.path, access_token="SHARED")
     site = tmp_path / "site"
