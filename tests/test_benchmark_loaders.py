@@ -135,8 +135,17 @@ def test_coco_positives_agree_with_eccv_caption(tmp_path, photos):
             assert got == want, (name, direction, root.name)
             assert got  # the ids present do carry positives
     # the eccv i2t query's positives include captions of other images (5 of them are its own)
-    rel = get_protocol("eccv", karpathy).directions["i2t"].relevance.toarray()
+    proto = get_protocol("eccv", karpathy)
+    rel = proto.directions["i2t"].relevance.toarray()
     assert rel[0, 5:].any()
+    # a partial copy: its ECCV queries are counted against the official 1,261 and 1,332
+    from xmodal.eval.coverage import coverage
+
+    cov = coverage(proto)
+    assert cov["label"] == f"partial ({len(images)} of 5,000 images)"
+    n_i2t = int((rel.sum(1) > 0).sum())
+    assert f"{n_i2t} of 1,261 i2t queries" in cov["missing"]
+    assert cov["official"]["queries"] == {"i2t": 1261, "t2i": 1332}
 
 
 @pytest.mark.parametrize("layout", ["karpathy", "token", "kaggle"])

@@ -46,6 +46,9 @@ def test_a_partial_copy_is_labelled_in_the_table_and_refused_by_strict(coco, tmp
     assert loose.exit_code == 0, loose.output
     md = (tmp_path / "loose" / "results.md").read_text()
     assert "- coco5k: partial (3 of 5,000 images)" in md
+    shown = CliRunner().invoke(app, ["eval", "-p", "coco5k", "--data", str(coco), "-m", HASH,
+                                     "--out", str(tmp_path / "loose")])  # resumed: the table
+    assert shown.exit_code == 0 and "- coco5k: partial (3 of 5,000 images)" in shown.stdout
 
 
 def test_xm3600_language_flag(tmp_path, flickr8k_root, monkeypatch):

@@ -203,7 +203,7 @@ def _sweep(models: list[str], protocols: list[str], out: Path, data: dict, capti
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from xmodal.eval.sweep import run_sweep
-    from xmodal.eval.sweep_table import to_markdown, write_tables
+    from xmodal.eval.sweep_table import write_tables
 
     err = Console(stderr=True)
     total = len(models) * len(protocols)
@@ -228,7 +228,7 @@ def _sweep(models: list[str], protocols: list[str], out: Path, data: dict, capti
     if as_json:
         typer.echo(json.dumps(summary, indent=2))
         return
-    typer.echo(to_markdown(rows, result["errors"]))
+    typer.echo((out / "results.md").read_text())  # with the partial benchmark copies
     err.print(f"{len(result['computed'])} cells computed, {len(result['resumed'])} done before, "
               f"{len(result['errors'])} could not run; tables: {out}/results.csv, .parquet, .md")
 
