@@ -37,10 +37,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -51,23 +48,22 @@ from xmodal.errors import XmodalError
 from xmodal.index import calibration
 from xmodal.index.ann import AnnIndex
 from xmodal.index.filters import PhotoFilter
-from xmodal.index.metadata import PhotoMeta, read_metadata
+from xmodal.index.ingest import AHEAD, BATCH, LOADERS, Ingest, UpdateStats, embed_images
 from xmodal.index.query import Term
-from xmodal.index.scan import BAD_NAME, load_checked, read_bytes, walk_images
+from xmodal.index.scan import load_checked
 from xmodal.index.searcher import SearchAnswer, SearchResult, Searcher
 from xmodal.index.store import Store
-from xmodal.index.threads import (  # one_thread: imported from here by benchmarks
+from xmodal.index.threads import (  # noqa: F401 - imported from here by benchmarks
     blas_single_thread,
     indexing_threads,
-    one_thread,  # noqa: F401
+    one_thread,
     torch_threads,
 )
 from xmodal.migrations import file_lock
 from xmodal.models.embedding import EmbeddingModel
 
-LOADERS = 2  # threads reading, hashing and decoding files while the model embeds
-AHEAD = 2  # batches read and decoded ahead of the one being embedded
-BATCH = 16  # images embedded and committed per transaction
+__all__ = ["AHEAD", "BATCH", "LOADERS", "PhotoIndex", "SearchAnswer", "SearchResult",
+           "UpdateStats", "default_db_path", "model_id", "rank_captions", "writer_lock"]
 
 
 def default_db_path() -> Path:
@@ -93,34 +89,6 @@ def model_id(model: Any, spec: str | None) -> str:
         params["meta"] = meta
     digest = hashlib.sha1(json.dumps(params, sort_keys=True, default=str).encode()).hexdigest()
     return f"{spec or 'dual'}@{digest[:12]}"
-
-
-@dataclass
-class UpdateStats:
-    folder: str
-    seen: int = 0
-    added: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    skipped: int = 0
-    skip_reasons: dict[str, int] = field(default_factory=dict)
-    captions_unmatched: int = 0  # caption-file image names that match no indexed photo
-    reused: int = 0  # new paths whose content was indexed already (moved, renamed, copied)
-    metadata_read: int = 0  # indexed photos whose metadata was (re)read without re-embedding
-    elapsed_s: float = 0.0  # the whole update (the encoders a model loads lazily included)
-    embed_s: float = 0.0  # reading, decoding, embedding and writing the new and changed images
-
-    @property
-    def images_per_s(self) -> float:
-        """Throughput of the embedding phase (new and changed images per second)."""
-        done = self.added + self.updated
-        return done / self.embed_s if self.embed_s > 0 else 0.0
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["images_per_s"] = round(self.images_per_s, 2)
-        return d
 
 
 class PhotoIndex:
@@ -213,204 +181,7 @@ class PhotoIndex:
                     if known else "")
             raise XmodalError(f"not a folder: {root}{hint}")
         with writer_lock(self.db_path):
-            return self._update(root, captions, progress, on_batch)
-
-    def _update(self, root: Path, captions, progress: bool, on_batch) -> UpdateStats:
-        from tqdm.auto import tqdm
-
-        root = root.resolve()
-        t0 = time.perf_counter()
-        stats = UpdateStats(str(root))
-        mid = self.model_id
-        files, others = walk_images(root)
-        own = str(self.db_path.resolve())  # the database may live inside the folder it indexes
-        files = [f for f in files if not f.path.startswith(own)]
-        others = [(p, r) for p, r in others if not p.startswith(own)]
-        known = self.store.files_under(str(root))
-        stats.seen = len(files)
-        caption_map = _resolve_captions(captions or {}, root)
-
-        todo = []  # (FileInfo, existing record or None): read, hash, maybe embed
-        seen_paths = set()
-        with self.store.transaction() as conn:
-            for path, reason in others:
-                if reason == BAD_NAME:
-                    _count_skip(stats, reason)
-                    continue
-                seen_paths.add(path)
-                rec = known.get(path)
-                if rec is None or rec.reason != reason:
-                    self.store.upsert_file(conn, path, 0, 0, None, None, None, "skipped", reason)
-                _count_skip(stats, reason)
-            for info in files:
-                seen_paths.add(info.path)
-                rec = known.get(info.path)
-                if rec is not None and rec.size == info.size and rec.mtime_ns == info.mtime_ns:
-                    if rec.status == "skipped":
-                        _count_skip(stats, rec.reason or "skipped")
-                        continue
-                    if rec.vector_model == mid:
-                        stats.unchanged += 1
-                        continue
-                todo.append((info, rec))
-            roots = json.loads(self.store.get_meta("roots", "[]") or "[]")
-            if str(root) not in roots:
-                self.store.set_meta(conn, "roots", json.dumps(sorted([*roots, str(root)])))
-            if not todo:
-                self._record_model(conn, mid)
-        # records of vanished files go last: a file moved or renamed inside the folder finds
-        # its old vector (same SHA-1) and is not embedded again
-        gone = [rec.id for path, rec in known.items() if path not in seen_paths]
-        indexed = self.store.hashes_with_vector(mid) if todo else set()
-
-        bar = tqdm(total=len(todo), desc="indexing", unit="img", disable=not progress or not todo)
-        batches = [todo[i : i + BATCH] for i in range(0, len(todo), BATCH)]
-        # read, hash and decode the next batch in a thread while the model embeds this one
-        # (file reads, hashing and PIL decoding release the GIL)
-        threads = torch_threads(indexing_threads(), self.model)
-        square = getattr(self.model, "image_input_size", None)
-
-        def start(batch):  # the loaders work through a batch file by file, in any order
-            return [pool.submit(_load_file, info, rec, mid, indexed, square)
-                    for info, rec in batch]
-
-        t_embed = time.perf_counter()
-        with ThreadPoolExecutor(max_workers=LOADERS) as pool, threads, blas_single_thread():
-            # two batches queued ahead: the loaders never idle at the end of a batch while
-            # the model waits (one batch ahead left a core idle a quarter of the time on 12 MP
-            # JPEGs)
-            pending = [start(b) for b in batches[:AHEAD]]
-            for n, batch in enumerate(batches):
-                loaded = _gather(f.result() for f in pending.pop(0))
-                if n + AHEAD < len(batches):
-                    pending.append(start(batches[n + AHEAD]))
-                self._embed_and_commit(stats, mid, loaded)
-                bar.update(len(batch))
-                stats.embed_s = time.perf_counter() - t_embed
-                stats.elapsed_s = time.perf_counter() - t0
-                if on_batch is not None:
-                    on_batch(stats)
-        bar.close()
-        if gone:
-            with self.store.transaction() as conn:
-                stats.deleted = self.store.delete_files(conn, gone)
-        self._refresh_metadata(root, stats, progress)
-
-        if caption_map:
-            with self.store.transaction() as conn:
-                for path, texts in caption_map.items():
-                    fid = self.store.file_id(path)
-                    if fid is not None:
-                        self.store.set_captions(conn, fid, texts)
-                    else:
-                        stats.captions_unmatched += 1
-        self.ann.rebuild()
-        prepare = getattr(self.model, "prepare_queries", None)
-        if callable(prepare):  # the first search after indexing must not export the text tower
-            prepare()
-        stats.elapsed_s = time.perf_counter() - t0
-        return stats
-
-    def _refresh_metadata(self, root: Path, stats: UpdateStats, progress: bool) -> None:
-        """Read the metadata of indexed photos that lack it (an index built before metadata
-        existed, or by an older extractor): no re-embedding."""
-        from tqdm.auto import tqdm
-
-        prefix = str(root).rstrip(os.sep) + os.sep
-        rows = [r for r in self.store.without_metadata() if r[1].startswith(prefix)]
-        if not rows:
-            return
-        bar = tqdm(total=len(rows), desc="reading metadata", unit="img",
-                   disable=not progress or len(rows) < 50)
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            for start in range(0, len(rows), 256):
-                part = rows[start:start + 256]
-                metas = list(pool.map(lambda r: read_metadata(r[1], mtime_ns=r[2]), part))
-                with self.store.transaction() as conn:
-                    for (fid, _, _), meta in zip(part, metas):
-                        self.store.put_metadata(conn, fid, meta)
-                stats.metadata_read += len(part)
-                bar.update(len(part))
-        bar.close()
-
-    def _embed_and_commit(self, stats: UpdateStats, mid: str, loaded: _Loaded) -> None:
-        """Embed one decoded batch and write it, with its skipped files, in one transaction."""
-        good, bad = loaded.good, list(loaded.bad)
-        images = [item[3] for item in good]
-        try:
-            vectors = self._embed(images) if images else np.zeros((0, 0), np.float32)
-            if len(vectors) != len(images):
-                raise XmodalError(f"got {len(vectors)} vectors for {len(images)} images")
-        except Exception:  # one bad image must not stop the run: embed them one at a time
-            vectors, kept = [], []
-            for item in good:
-                try:
-                    vectors.append(self._embed([item[3]])[0])
-                    kept.append(item)
-                except Exception as exc:  # noqa: BLE001 - any model failure skips the file
-                    bad.append((*item[:3], f"the model failed: {type(exc).__name__}"))
-            good = kept
-        reused = []
-        for info, sha1, rec in loaded.known:  # content indexed under another path already
-            vec = self.store.vector_by_hash(sha1, mid)
-            if vec is None:  # its copy was re-embedded by another model meanwhile: embed it
-                image, reason = load_checked(info.path)
-                if image is None:
-                    bad.append((info, sha1, rec, reason))
-                    continue
-                vec = self._embed([image])[0]
-            reused.append((info, sha1, rec, vec))
-        with self.store.transaction() as conn:
-            for info, rec in loaded.same:  # touched, content unchanged: keep the vector
-                self.store.touch_file(conn, rec.id, info.size, info.mtime_ns)
-                self.store.put_metadata(conn, rec.id, loaded.meta[info.path])
-                stats.unchanged += 1
-            for info, sha1, rec, reason in bad:
-                fid = self.store.upsert_file(
-                    conn, info.path, info.size, info.mtime_ns, sha1, None, None, "skipped", reason
-                )
-                self.store.drop_vector(conn, fid)
-                _count_skip(stats, reason)
-            for info, sha1, rec, vec in reused:
-                w, h = self.store.size_by_hash(sha1)
-                fid = self.store.upsert_file(
-                    conn, info.path, info.size, info.mtime_ns, sha1, w, h, "ok", None
-                )
-                self.store.put_vector(conn, fid, mid, vec)
-                self.store.put_metadata(conn, fid, loaded.meta[info.path])
-                stats.reused += 1
-                if rec is None:
-                    stats.added += 1
-                else:
-                    stats.updated += 1
-            for (info, sha1, rec, image), vec in zip(good, vectors):
-                w, h = image.info.get("original_size", image.size)
-                if not np.all(np.isfinite(vec)) or not np.any(vec):
-                    reason = "the model could not embed it"  # e.g. a zero row
-                    fid = self.store.upsert_file(
-                        conn, info.path, info.size, info.mtime_ns, sha1, w, h, "skipped", reason
-                    )
-                    self.store.drop_vector(conn, fid)
-                    _count_skip(stats, reason)
-                    continue
-                fid = self.store.upsert_file(
-                    conn, info.path, info.size, info.mtime_ns, sha1, w, h, "ok", None
-                )
-                self.store.put_vector(conn, fid, mid, vec)
-                self.store.put_metadata(conn, fid, loaded.meta[info.path])
-                if rec is None:
-                    stats.added += 1
-                else:
-                    stats.updated += 1
-            self._record_model(conn, mid)
-
-    def _record_model(self, conn, mid: str) -> None:
-        self.store.set_meta(conn, "model", mid)
-        self.store.set_meta(conn, "model_spec", self.model_spec or "")
-        self.store.set_meta(conn, "dim", str(int(self.model.dim)))
-
-    def _embed(self, images: list[Any]) -> np.ndarray:
-        return _embed_images(self.model, images)
+            return Ingest(self, root, captions, progress, on_batch).run()
 
     # ----- housekeeping -----------------------------------------------------------------------
     def roots(self) -> list[dict[str, Any]]:
@@ -564,52 +335,8 @@ class PhotoIndex:
         }
 
 
-@dataclass
-class _Loaded:
-    """One batch, read and decoded: what to embed, what to skip, what only moved in time, what
-    is indexed already under another path, and every readable file's metadata."""
-
-    good: list[tuple[Any, str, Any, Any]] = field(default_factory=list)  # info, sha1, rec, image
-    bad: list[tuple[Any, str | None, Any, str]] = field(default_factory=list)  # ..., reason
-    same: list[tuple[Any, Any]] = field(default_factory=list)  # info, rec: same content
-    known: list[tuple[Any, str, Any]] = field(default_factory=list)  # info, sha1, rec
-    meta: dict[str, PhotoMeta] = field(default_factory=dict)  # by path
-
-
-def _load_file(info, rec, mid: str, indexed: set[str], square: int | None):
-    """Read a file once: hash its bytes, read its metadata, then decode them unless the content
-    is unchanged or indexed already (``indexed``: SHA-1s with a vector of ``mid``); decoded to
-    ``square`` x ``square`` when the model says what its image tower reads. Returns (which list
-    of :class:`_Loaded`, its entry, the metadata or None)."""
-    data, reason = read_bytes(info.path)
-    if data is None:
-        return "bad", (info, None, rec, reason), None
-    sha1 = hashlib.sha1(data).hexdigest()
-    if rec is not None and rec.sha1 == sha1 and rec.vector_model == mid:
-        kind, entry = "same", (info, rec)
-    elif sha1 in indexed:
-        kind, entry = "known", (info, sha1, rec)
-    else:
-        image, reason = load_checked(info.path, data, square)
-        if image is None:
-            return "bad", (info, sha1, rec, reason), None
-        kind, entry = "good", (info, sha1, rec, image)
-    return kind, entry, read_metadata(info.path, data, info.mtime_ns)
-
-
-def _gather(outcomes) -> _Loaded:
-    """One batch's :func:`_load_file` outcomes, in file order, as a :class:`_Loaded`."""
-    out = _Loaded()
-    for kind, entry, meta in outcomes:
-        getattr(out, kind).append(entry)
-        if meta is not None:
-            out.meta[entry[0].path] = meta
-    return out
-
-
 def _embed_images(model: EmbeddingModel, images: list[Any]) -> np.ndarray:
-    # no feature cache: the photo index is its own cache
-    return np.asarray(model.embed_images(images, progress=False, cache=False), np.float32)
+    return embed_images(model, images)
 
 
 def _embed_texts(model: EmbeddingModel, texts: list[str]) -> np.ndarray:
@@ -634,23 +361,6 @@ def rank_captions(
     ranked = rank_pool(_embed_images(model, [image])[0], text_vecs, k,
                        caption_offsets(model, text_vecs))
     return [(texts[i], score) for i, score in ranked]
-
-
-def _count_skip(stats: UpdateStats, reason: str, count_total: bool = True) -> None:
-    key = reason.split(":")[0]
-    stats.skip_reasons[key] = stats.skip_reasons.get(key, 0) + 1
-    if count_total:
-        stats.skipped += 1
-
-
-def _resolve_captions(captions: dict[str, list[str]], root: Path) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for key, texts in captions.items():
-        p = Path(key)
-        p = p if p.is_absolute() else root / p
-        # the same spelling as the folder walk (absolute, symlinks kept), so linked files match
-        out.setdefault(os.path.abspath(p), []).extend(texts if isinstance(texts, list) else [texts])
-    return out
 
 
 def writer_lock(db_path: Path):
