@@ -556,7 +556,9 @@ def test_answers_come_out_whole_with_cant_tell_as_no_judgment(tmp_path):
                and r["hit"] and r["submitted_at"] for r in lines)
     assert {r["role"] for r in lines} == {"judge", "gold_pos", "gold_neg"}
     # the Python API the command uses: read-only, the same rows; "can't tell" is no judgment
-    with Campaign.open(c.path) as cc:
+    from xmodal.mitl.api import Campaign as Api
+
+    with Api.open(c.path) as cc:
         assert cc.readonly and cc.answers() == lines
         hits = cc.hits()
         assert sum(not h["entry_test"] for h in hits) == len(hits) > 1

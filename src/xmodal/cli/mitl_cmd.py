@@ -353,8 +353,8 @@ def answers_command(
 
       xmodal mitl answers flickr.db answers.parquet --json
     """
+    from xmodal.mitl.api import Campaign
     from xmodal.mitl.judgments import write_answers
-    from xmodal.mitl.store import Campaign
 
     with Campaign.open(campaign) as c:
         result = write_answers(c.answers(), out)

@@ -781,6 +781,9 @@ def import_label_studio(campaign: Campaign, path: Path) -> dict[str, Any]:
             n_annotations += 1
             who = _annotator(ann.get("completed_by"))
             where = {"task": task.get("id"), "annotation": ann.get("id"), "annotator": who}
+            if who in ("", "None"):
+                dropped["no_annotator"].append({**where, "why": "no completed_by"})
+                continue
             if ann.get("was_cancelled"):
                 dropped["skipped"].append({**where, "why": "skipped (no answer)"})
                 continue

@@ -6,8 +6,8 @@ pair, its image and text ids, its role in the HIT: a pair to judge or a check), 
 or none: "can't tell", or no recorded judgment), the reason, when and how long the HIT took,
 and whether the assignment counts (accepted) or not. :func:`write_answers` writes them as CSV,
 JSON Lines or Parquet. :func:`disagreements` lists the pairs whose counted answers disagree.
-The Python API is :meth:`xmodal.mitl.store.Campaign.open` and its ``hits``, ``answers`` and
-``aggregate`` methods, which the command line uses.
+The Python API is :class:`xmodal.mitl.api.Campaign` (``Campaign.open(path)`` and its ``hits``,
+``answers`` and ``aggregate``), which the command line uses.
 """
 
 from __future__ import annotations

@@ -607,38 +607,6 @@ class Campaign:
             "hi.hit_id = a.hit_id AND hi.pair_id = j.pair_id JOIN hits h ON h.id = a.hit_id "
             "WHERE hi.role != 'judge' AND a.status = 'accepted' AND h.replication > 0")
 
-    # ----- the Python API ------------------------------------------------------------------
-    @classmethod
-    def open(cls, path: str | Path, readonly: bool = True) -> Campaign:
-        """An existing campaign, read-only unless asked (works on an archived or shared copy):
-
-            from xmodal.mitl.store import Campaign
-            with Campaign.open("flickr.db") as c:
-                hits, answers, verdicts = c.hits(), c.answers(), c.aggregate()
-        """
-        return cls(path, readonly=readonly)
-
-    def hits(self) -> list[dict[str, Any]]:
-        """Every HIT with its items and its assignments by status (:mod:`.judgments`)."""
-        from xmodal.mitl.judgments import hit_rows
-
-        return hit_rows(self)
-
-    def answers(self) -> list[dict[str, Any]]:
-        """Every answer of every submitted assignment: worker, platform, pair, answer (None:
-        "can't tell"), reason, times, status (:func:`xmodal.mitl.judgments.answer_rows`)."""
-        from xmodal.mitl.judgments import answer_rows
-
-        return answer_rows(self)
-
-    def aggregate(self, rule: str = "eccv", ties: str = "negative",
-                  min_gold_accuracy: float | None = None) -> list[Any]:
-        """The verdict of every judged pair (:func:`xmodal.mitl.aggregate.verdicts`): its
-        counted answers and ``positive`` (True, False or None for unjudged)."""
-        from xmodal.mitl.aggregate import verdicts
-
-        return verdicts(self, rule, ties, min_gold_accuracy)[0]
-
     def progress(self) -> dict[str, Any]:
         """Counts of the campaign; HITs and assignments are the real HITs' (the entry test,
         a HIT of replication 0, is counted apart), ``workers`` the people who judge (not the

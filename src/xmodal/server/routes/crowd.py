@@ -22,7 +22,7 @@ from starlette.concurrency import run_in_threadpool
 from xmodal.errors import XmodalError
 from xmodal.mitl import blind
 from xmodal.mitl.crowd import ParticipantRefused, participant_done, register_participant
-from xmodal.server.routes.judge import COOKIES, _set_session
+from xmodal.server.routes.judge import COOKIES, set_session
 
 router = APIRouter(tags=["crowd"])
 PARTICIPANT_COOKIE = "xmodal_prolific"
@@ -85,7 +85,7 @@ async def prolific_start(request: Request, PROLIFIC_PID: str = Query(""),  # noq
             '<p><a id="done" class="button" href="/prolific/done">Get my completion code</a>'
             "</p>")
     response = _page("Welcome", body)
-    _set_session(response, request, "judge", session)
+    set_session(response, request, "judge", session)
     response.set_cookie(PARTICIPANT_COOKIE, f"{PROLIFIC_PID}.{_mac(campaign, PROLIFIC_PID)}",
                         max_age=30 * 24 * 3600, path="/", httponly=True, samesite="lax",
                         secure=request.url.scheme == "https")

@@ -91,7 +91,7 @@ def _page_of(request: Request) -> str:
     return "judge"
 
 
-def _set_session(response, request: Request, page: str, value: str) -> None:
+def set_session(response, request: Request, page: str, value: str) -> None:
     response.set_cookie(COOKIES[page], value, max_age=SESSION_MAX_AGE_S, path="/",
                         httponly=True, samesite="strict",
                         secure=request.url.scheme == "https")
@@ -150,7 +150,7 @@ async def _page(request: Request, page: str, file: str):
         return RedirectResponse(clean + "#used-link", 303)
     value = await _call(lambda: blind.make_session(handle.get(), worker, page))
     response = RedirectResponse(clean, 303)
-    _set_session(response, request, page, value)
+    set_session(response, request, page, value)
     return response
 
 
@@ -183,7 +183,7 @@ async def open_session(request: Request, body: dict[str, Any] = Body(
         raise ApiError(401, "unknown worker token")
     value = await _call(lambda: blind.make_session(h.get(), worker, page))
     response = JSONResponse({"name": worker.name, "role": worker.role})
-    _set_session(response, request, page, value)
+    set_session(response, request, page, value)
     return response
 
 
