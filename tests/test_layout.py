@@ -286,3 +286,19 @@ def test_the_report_renderers_stay_within_their_line_budget():
     lines = {name: len((SRC / "xmodal" / "reproduce" / f"{name}.py").read_text().splitlines())
              for name in RENDERERS}
     assert sum(lines.values()) <= RENDERER_LINES, lines
+
+
+# The photo index in small steps (issue 43): ingest and the search pipeline are split into
+# functions a reader takes in at once; none in xmodal.index may grow past this many lines.
+INDEX_FUNCTION_LINES = 50
+
+
+def test_no_function_in_the_photo_index_exceeds_its_line_budget():
+    long = []
+    for path in sorted((SRC / "xmodal" / "index").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                lines = node.end_lineno - node.lineno + 1  # the def line to the last one
+                if lines > INDEX_FUNCTION_LINES:
+                    long.append(f"{path.name}:{node.lineno} {node.name} ({lines} lines)")
+    assert not long, long

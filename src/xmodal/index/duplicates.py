@@ -58,10 +58,11 @@ from xmodal.index.store import Store
 THRESHOLD = 0.58  # the cosine two photos with the same perceptual hash need
 HASH_WEIGHT = 1.5  # how much each differing hash bit raises it (times 1/64)
 # A pair whose pictures' pHashes differ in at most this many bits, in some orientation, is the
-# same picture (a copy turned 90°, 180° or 270°: its embedding's cosine to the original fell
-# to 0.41-0.71 on Flickr8K photos with the default model) once its cosine reaches the floor
-# the near-duplicate benchmark collects pairs from (EVIDENCE_FROM); distinct photos of one
-# scene differ in 10 or more bits (benchmarks/near_duplicates.py).
+# same picture (a copy turned 90°, 180° or 270°, whose embedding moves far: on the dev half of
+# benchmarks/near_duplicates.py 22 of 120 turned copies fell below cosine 0.58 with the default
+# model, 5 below 0.40) once its cosine reaches the floor that benchmark collects pairs from;
+# there, distinct photos differed in 12 or more bits (62,730 candidate pairs at cosine >= 0.40
+# on dev, 14 or more on the report half).
 SAME_PICTURE_BITS = 4
 SAME_PICTURE_COSINE = 0.40
 MAX_NEIGHBOURS = 64  # candidates kept per photo (a guard against huge near-identical sets)
@@ -756,6 +757,30 @@ def file_sha1(path: str | os.PathLike) -> str:
     return h.hexdigest()
 
 
+def _open_log(dest: Path, log: Path):
+    """The move log opened for appending (and the destination folder made)."""
+    try:
+        dest.mkdir(parents=True, exist_ok=True)
+        log.parent.mkdir(parents=True, exist_ok=True)
+        return open(log, "a", encoding="utf-8")
+    except OSError as exc:
+        raise XmodalError(f"cannot write the move log {log}: {exc.strerror}") from exc
+
+
+def _move_check(m: Any, src: Path, to: Path, dest: Path) -> tuple[str | None, str | None]:
+    """(why ``src`` cannot move to ``to``, or None; its SHA-1 when it can)."""
+    if not src.is_file():
+        return "missing", None
+    if to.exists():
+        return f"{to} exists already", None
+    if dest == src or dest in src.parents:
+        return "already inside the destination folder", None
+    sha1 = file_sha1(src)
+    if m.sha1 and sha1 != m.sha1:
+        return "changed since it was indexed: run 'xmodal index' and look again", None
+    return None, sha1
+
+
 def move_duplicates(groups: Iterable[DuplicateGroup], dest_dir: str | os.PathLike,
                     log_path: str | os.PathLike | None = None, progress: bool = False,
                     dry_run: bool = False, db: str | os.PathLike | None = None) -> MoveReport:
@@ -782,30 +807,14 @@ def move_duplicates(groups: Iterable[DuplicateGroup], dest_dir: str | os.PathLik
         return report
     if not todo:
         return report
-    try:
-        dest.mkdir(parents=True, exist_ok=True)
-        log.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(log, "a", encoding="utf-8")
-    except OSError as exc:
-        raise XmodalError(f"cannot write the move log {log}: {exc.strerror}") from exc
-    with handle:
+    with _open_log(dest, log) as handle:
         _log_line(handle, {"kind": LOG_KIND, "version": 1, "dest": str(dest),
                            "started": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
                            **({"db": os.path.abspath(db)} if db else {})})
         for m in tqdm(todo, desc="moving", unit="file", disable=not progress):
             src = Path(m.path)
             to = destination(src, dest)
-            reason = None
-            if not src.is_file():
-                reason = "missing"
-            elif to.exists():
-                reason = f"{to} exists already"
-            elif dest == src or dest in src.parents:
-                reason = "already inside the destination folder"
-            if reason is None:
-                sha1 = file_sha1(src)
-                if m.sha1 and sha1 != m.sha1:
-                    reason = "changed since it was indexed: run 'xmodal index' and look again"
+            reason, sha1 = _move_check(m, src, to, dest)
             if reason is not None:
                 report.skipped.append({"path": str(src), "reason": reason})
                 continue

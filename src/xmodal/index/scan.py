@@ -102,6 +102,37 @@ def too_large(im: Image.Image) -> str | None:
     return None
 
 
+def _decode(im: Image.Image, n_bytes: int, square: int | None, thumbnails: bool,
+            sensor: tuple[int, int] | None) -> tuple[Image.Image | None, str | None]:
+    """:func:`load_checked`'s decoding of an opened image (``n_bytes``: the file's size)."""
+    reason = too_large(im)
+    if reason:
+        return None, reason
+    size = im.size  # before draft mode shrinks it
+    if im.format == "JPEG" and n_bytes * JPEG_MIN_BYTES_PER_KPIXEL < size[0] * size[1] / 1000:
+        # even a flat grey JPEG needs about 0.5 byte per 8x8 block (~8 bytes per 1,000 pixels):
+        # a header that claims far more pixels than the data can hold is a doctored or damaged
+        # file, not a huge photo
+        return None, (f"corrupt image: the header claims {size[0]}x{size[1]} pixels "
+                      f"but the file holds only {n_bytes:,} bytes")
+    side = square or MAX_SIDE
+    if im.format == "JPEG":
+        im.draft("RGB", (side, side))  # decode at a reduced scale: fast
+    elif im.format == "HEIF" and thumbnails:
+        need = math.ceil(HEIF_THUMBNAIL_MIN_SHARE * side) if square else side
+        im.draft(im.mode, (need, need))  # pillow-heif: an embedded copy that fits
+    im.load()
+    out = ImageOps.exif_transpose(im).convert("RGB")
+    if out.size != im.size:  # EXIF orientation 5-8: the photo is seen on its side
+        size = size[::-1]
+    if square:
+        out = out.resize((square, square), Image.BILINEAR)
+    else:
+        out.thumbnail((MAX_SIDE, MAX_SIDE), Image.BILINEAR)
+    out.info["original_size"] = sensor or size
+    return out, None
+
+
 def load_checked(
     path: str, data: bytes | None = None, square: int | None = None, thumbnails: bool = True
 ) -> tuple[Image.Image | None, str | None]:
@@ -134,33 +165,7 @@ def load_checked(
             # our own limits below replace Pillow's pixel warning (which would refuse big JPEGs)
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)
             with open_image(data) as im:
-                reason = too_large(im)
-                if reason:
-                    return None, reason
-                size = im.size  # before draft mode shrinks it
-                if im.format == "JPEG" and len(data) * JPEG_MIN_BYTES_PER_KPIXEL < \
-                        size[0] * size[1] / 1000:
-                    # even a flat grey JPEG needs about 0.5 byte per 8x8 block (~8 bytes per
-                    # 1,000 pixels): a header that claims far more pixels than the data can
-                    # hold is a doctored or damaged file, not a huge photo
-                    return None, (f"corrupt image: the header claims {size[0]}x{size[1]} pixels "
-                                  f"but the file holds only {len(data):,} bytes")
-                side = square or MAX_SIDE
-                if im.format == "JPEG":
-                    im.draft("RGB", (side, side))  # decode at a reduced scale: fast
-                elif im.format == "HEIF" and thumbnails:
-                    need = math.ceil(HEIF_THUMBNAIL_MIN_SHARE * side) if square else side
-                    im.draft(im.mode, (need, need))  # pillow-heif: an embedded copy that fits
-                im.load()
-                out = ImageOps.exif_transpose(im).convert("RGB")
-                if out.size != im.size:  # EXIF orientation 5-8: the photo is seen on its side
-                    size = size[::-1]
-                if square:
-                    out = out.resize((square, square), Image.BILINEAR)
-                else:
-                    out.thumbnail((MAX_SIDE, MAX_SIDE), Image.BILINEAR)
-                out.info["original_size"] = sensor or size
-                return out, None
+                return _decode(im, len(data), square, thumbnails, sensor)
     except UnidentifiedImageError:
         return None, "not a readable image"
     except Image.DecompressionBombError:
