@@ -47,7 +47,7 @@ def _api_params(openapi: dict, path: str, method: str = "get") -> set[str]:
 def test_every_surface_names_the_registered_filters(collection):
     names = registry.names()
     assert {"after", "before", "place", "near", "km", "camera", "under"} <= set(names)
-    for command in ("search", "similar"):
+    for command in ("search", "similar", "photos"):
         assert {f"--{n}" for n in names} <= _cli_options(command), command
     with _client(collection) as client:
         openapi = client.get("/openapi.json").json()
