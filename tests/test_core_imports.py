@@ -118,10 +118,10 @@ def test_search_with_the_default_model_imports_no_research_code(tmp_path):
 def _core_install(monkeypatch, lacking=("torch", "sklearn", "ray", "pyarrow", "onnx",
                                         "sentence_transformers", "transformers")) -> None:
     """Make the command line see a core install: the extras' modules are not found."""
-    from xmodal.cli import _app
+    import xmodal.cli._app as gate
 
-    real = _app.find_spec
-    monkeypatch.setattr(_app, "find_spec", lambda name: None if name in lacking else real(name))
+    real = gate.find_spec
+    monkeypatch.setattr(gate, "find_spec", lambda name: None if name in lacking else real(name))
 
 
 def test_every_gated_command_exits_2_with_its_install_line(monkeypatch):

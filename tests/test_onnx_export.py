@@ -9,7 +9,7 @@ import onnxruntime as ort
 import pytest
 
 from xmodal.errors import XmodalError
-from xmodal.features import onnx_export, towers
+from xmodal.features import onnx_engine, onnx_export, towers
 from xmodal.features.tower_specs import IMAGE_TOWERS, TEXT_TOWERS, text_tower_spec
 from xmodal.features.weights import load_minilm, minilm_dir
 
@@ -76,6 +76,10 @@ def test_a_core_install_finds_prepared_files_or_names_the_command(models, monkey
     np.testing.assert_allclose(core.embed(TEXTS[:2]), expected, atol=1e-6)
     with pytest.raises(XmodalError, match=r"xmodal prepare.*xmodal\[export\]"):
         towers.OnnxImageTower(IMAGE_TOWERS["lite1"]).forward(np.zeros((1, 3, 240, 240)))
+    monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
+    monkeypatch.setenv("XMODAL_ENGINE", "torch")
+    with pytest.raises(XmodalError, match=r"torch engine needs.*xmodal\[export\]"):
+        onnx_engine.engine()
 
 
 def test_a_stale_export_is_written_again(models, monkeypatch):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import json
 import os
 import threading
@@ -32,6 +33,9 @@ def engine() -> str:
     if chosen:
         if chosen not in ENGINES:
             raise XmodalError(f"XMODAL_ENGINE must be one of {ENGINES}, not {chosen!r}")
+        if chosen == "torch" and importlib.util.find_spec("torch") is None:
+            raise XmodalError("the torch engine needs the export extra, which this install "
+                              "lacks; install it with: pip install 'xmodal[export]'")
         return chosen
     try:
         import onnxruntime  # noqa: F401
