@@ -107,3 +107,28 @@ def test_an_ann_folder_without_its_catalog_names_the_stage_to_run(both, tmp_path
     (bare / "catalog.db").unlink()
     with pytest.raises(XmodalError, match="--stage catalog"):
         open_search(bare, model=ColourModel())
+
+
+def test_the_server_filters_and_lists_an_ann_folder_as_a_database(both):
+    from fastapi.testclient import TestClient
+
+    from xmodal.scale.ann_search import ann_collection
+    from xmodal.server import create_app
+
+    root = both["root"]
+    params = [{"q": "green", "place": "Paris", "sort": "oldest", "min_score": 0},
+              {"place": "Lisbon"}, {"q": "red", "after": "2022"}]
+    pages = {}
+    for name, app in (
+            ("db", create_app(both["db"], model=ColourModel(), model_spec=MODEL,
+                              thumbnail_dir=root / "thumbs-db")),
+            ("ann", create_app(None, index=ann_collection(root / "ann", model=ColourModel()),
+                               model=ColourModel(), thumbnail_dir=root / "thumbs-ann"))):
+        with TestClient(app) as client:
+            pages[name] = [client.get("/api/search", params=p).json() for p in params]
+            first = pages[name][0]["results"][0]["id"]
+            assert client.get("/api/thumbnail", params={"id": first}).status_code == 200
+            pages[name].append(client.get("/api/facets").json())
+            pages[name].append(client.get("/api/similar", params={"id": first}).json())
+    assert pages["ann"] == pages["db"]
+    assert [Path(r["id"]).name for r in pages["db"][0]["results"]] == ["green.jpg", "yellow.jpg"]

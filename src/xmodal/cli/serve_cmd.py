@@ -95,9 +95,9 @@ def serve(
                               "table")
     index = None
     if ann is not None:
-        from xmodal.scale.ann_search import AnnCollection
+        from xmodal.scale.ann_search import ann_collection
 
-        index = AnnCollection(ann)  # a bad folder fails here, not on the first request
+        index = ann_collection(ann)  # a bad folder fails here, not on the first request
     db = db if db is not None else default_db_path()
     if ann is None and not db.exists():
         console.print(f"[yellow]note:[/] no photo index at {db} yet; search answers 503 until "

@@ -271,3 +271,59 @@ class AnnCollection:
         return {"ann": self.index.folder.name, "model": m["model"], "dim": m["dim"],
                 "vectors": m["vectors"], "factory": m["factory"], "nprobe": self.index.nprobe,
                 "shards": len(m["shards"])}
+
+
+class AnnPhotos(AnnCollection):
+    """An index folder with its catalog (``catalog.db``) behind the server: searches run the
+    photo search's own pipeline (``find``: filters, the calibrated cutoff, sort orders,
+    browsing, the same answer), ``facets`` count the catalog's photos, and every catalogued
+    photo may be shown (its path is in the catalog, not in memory)."""
+
+    def __init__(self, folder: str | os.PathLike, nprobe: int | None = None,
+                 model: EmbeddingModel | None = None):
+        from xmodal.scale.ann_catalog import open_catalog
+
+        super().__init__(folder, nprobe, model)
+        open_catalog(folder).close()  # a folder without its catalog fails here, at start-up
+        self._searcher = None
+
+    @property
+    def searcher(self):
+        """The search pipeline over the catalog, opened on first use: on the thread that uses
+        it (the server's library thread), as SQLite connections require."""
+        if self._searcher is None:
+            from xmodal.index.calibration import load_calibrator
+            from xmodal.index.searcher import Searcher
+            from xmodal.scale.ann_catalog import open_catalog
+
+            self._searcher = Searcher(open_catalog(self.index.folder), ShardBackend(self.index),
+                                      lambda: self.model, self.index.model_id,
+                                      lambda: load_calibrator(self.index.model_id))
+        return self._searcher
+
+    @property
+    def store(self):
+        return self.searcher.store
+
+    def find(self, *args, **options):
+        return self.searcher.find(*args, **options)
+
+    def facets(self) -> dict[str, list[dict]]:
+        from xmodal.index.filters import facets
+
+        return facets(self.store)
+
+    def contains(self, path: str | os.PathLike) -> bool:
+        return super().contains(path) or self.store.file_id(str(path)) is not None
+
+
+def ann_collection(folder: str | os.PathLike, nprobe: int | None = None,
+                   model: EmbeddingModel | None = None) -> AnnCollection:
+    """What ``xmodal serve --ann`` serves: :class:`AnnPhotos` when the folder has its catalog,
+    else the plain :class:`AnnCollection` (sentence searches only)."""
+    from xmodal.scale.ann_catalog import catalog_path
+
+    if catalog_path(folder).is_file():
+        return AnnPhotos(folder, nprobe, model)
+    return AnnCollection(folder, nprobe, model)
+
