@@ -23,9 +23,14 @@ MODEL_HELP = (
 
 
 def _open(db: Path | None, model: str | None, create: bool = False, ann: Path | None = None,
-          nprobe: int | None = None):
+          nprobe: int | None = None, embeds: bool = True):
     """What a search runs on: a photo database, or (``ann``) an 'xmodal ann build' folder; both
-    answer ``find`` through the same pipeline (xmodal.index.searcher)."""
+    answer ``find`` through the same pipeline (xmodal.index.searcher). ``embeds`` False: a
+    listing by filter, which needs no model (none is loaded)."""
+    if ann is None and not embeds:
+        from xmodal.index import PhotoIndex
+
+        return PhotoIndex(db, create=False)
     if ann is not None:
         from xmodal.factory import load_embedding_model
         from xmodal.scale.ann_search import open_search
@@ -272,7 +277,7 @@ def search_command(
                           "Lisbon to list its photos by date)")
     from xmodal.features.onnx_engine import quick_start
 
-    index = _open(db, model, ann=ann, nprobe=nprobe)
+    index = _open(db, model, ann=ann, nprobe=nprobe, embeds=bool(text.strip() or like))
     with quick_start():  # one query in this process: a session quicker to create wins
         answer = index.find(query or [], k, offset, filters=filters, sort=sort,
                             min_relevance=min_score, like=like, unlike=unlike)
