@@ -325,7 +325,8 @@ def workers_list(campaign: Path = CAMPAIGN,
 @mitl_app.command("status")
 def status_command(campaign: Path = CAMPAIGN,
                    as_json: bool = typer.Option(False, "--json")) -> None:
-    """How far a campaign is: queries, candidates, HITs, submitted / accepted / in review."""
+    """How far a campaign is: queries, candidates, HITs, submitted / accepted / in review, the
+    workers and reviewers, and the entry test apart (taken / passed / failed)."""
     from xmodal.mitl.store import Campaign
 
     with Campaign(campaign, readonly=True) as c:
@@ -333,8 +334,13 @@ def status_command(campaign: Path = CAMPAIGN,
     if as_json:
         _echo_json(progress)
     else:
+        entry = progress.pop("entry_test", None)
         for k, v in progress.items():
             console.print(f"{k:>11}: {v}")
+        if entry:
+            console.print(f" entry test: {entry['pairs']} pairs, pass mark "
+                          f"{entry['pass_mark']:.0%}; taken {entry['taken']}, passed "
+                          f"{entry['passed']}, failed {entry['failed']}")
 
 
 @mitl_app.command("answers")
