@@ -141,3 +141,24 @@ def test_every_named_model_runs_the_towers_its_registry_entry_names():
     assert model_towers(None)[:2] == ("lite2", "mpnet")
     with pytest.raises(XmodalError, match="nothing to prepare"):
         model_towers("python:tests.fake_models:ColourModel")
+
+
+def test_the_image_tower_class_equals_one_plain_session_run(models, tmp_path):
+    """The spec-driven image tower (runs of TOWER_CHUNK images, float16 maps) gives what one
+    plain ONNX Runtime run of its file gives on the whole batch, to 1e-5."""
+    from xmodal.cli.demo_cmd import copy_sample_photos
+    from xmodal.features.image_encoder import open_image, preprocess
+    from xmodal.features.tower_specs import IMAGE_OUTPUTS
+
+    tower = towers.OnnxImageTower(IMAGE_TOWERS["lite0"])
+    paths = copy_sample_photos(tmp_path / "photos")[: towers.TOWER_CHUNK + 2]
+    batch = np.stack([preprocess(open_image(p), size=224) for p in paths])
+    got = tower.forward(batch, IMAGE_OUTPUTS)
+    session = ort.InferenceSession(str(tower.path()), providers=["CPUExecutionProvider"])
+    ref = dict(zip(IMAGE_OUTPUTS, session.run(list(IMAGE_OUTPUTS), {"images": batch})))
+    for name in ("pooled", "logits"):
+        np.testing.assert_allclose(got[name], ref[name], atol=1e-5)
+    assert got["maps"].dtype == np.float16 and got["maps"].shape == (len(paths), 7, 7, 1280)
+    # float16: three significant digits
+    np.testing.assert_allclose(got["prehead"].astype(np.float32), ref["prehead"], rtol=1e-3,
+                               atol=1e-3)
