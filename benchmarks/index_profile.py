@@ -40,8 +40,8 @@ the time of the timed stages nested inside it. Stages:
   resize in ``preprocess`` (a copy when the loader decoded to the input size), normalisation,
   the tower (``OnnxImageTower.forward``: ONNX Runtime, whose own worker threads are not Python threads),
   the default model's tuned head conv (``top_pooled``, numpy), the heads
-  (``NumpyHeads.embed_images``) and the bridge, SQLite (``_embed_and_commit`` minus
-  the embedding), then the FAISS rebuild (``AnnIndex.rebuild``) and the rest of ``_update``.
+  (``NumpyHeads.embed_images``) and the bridge, SQLite (``Ingest.commit`` minus
+  the embedding), then the FAISS rebuild (``AnnIndex.rebuild``) and the rest of ``Ingest.run``.
 
 Threads in use are sampled from ``/proc/self/task`` while indexing: the ORT intra-op pool (the
 threads that appear when the session is created), the loader, tqdm's monitor, BLAS; with each
@@ -269,7 +269,7 @@ def child(folder: Path, db: Path, result: Path) -> None:
     import xmodal.features.onnx_engine as oe
     import xmodal.features.towers as towers
     import xmodal.index.ann as ann
-    import xmodal.index.photo_index as pi
+    import xmodal.index.ingest as pi  # indexing: xmodal.index.ingest.Ingest
     import xmodal.index.scan as scan
     import xmodal.models.dual as dual
     import xmodal.models.head_inference as hi
@@ -287,14 +287,14 @@ def child(folder: Path, db: Path, result: Path) -> None:
     T = Timers()
     # whole-run stages
     T.patch(factory, "load_embedding_model", "model load", opaque=True)
-    T.patch(pi.PhotoIndex, "_update", "update (all)")
+    T.patch(pi.Ingest, "run", "update (all)")
     T.patch(pi, "walk_images", "walk folder", opaque=True)
-    T.patch(pi.PhotoIndex, "_refresh_metadata", "metadata refresh", opaque=True)
+    T.patch(pi.Ingest, "refresh_metadata", "metadata refresh", opaque=True)
     T.patch(ann.AnnIndex, "rebuild", "FAISS rebuild (vectors from SQLite, build, save)",
             opaque=True)
     T.patch(dual.DualEncoder, "prepare_queries", "prepare text encoder", opaque=True)
     # loader thread
-    T.patch(pi, "_load_file", "load file")
+    T.patch(pi, "load_file", "load file")
     T.patch(pi, "read_bytes", "read file", opaque=True)
 
     class _Hashlib:  # photo_index's hashlib with a timed sha1
@@ -318,8 +318,8 @@ def child(folder: Path, db: Path, result: Path) -> None:
     T.patch(pi, "read_metadata", "metadata (EXIF)", opaque=True)
     # encoder (main) thread
     T.patch(futures_base.Future, "result", "wait for loader")
-    T.patch(pi.PhotoIndex, "_embed_and_commit", "embed_and_commit (rest: SQLite)")
-    T.patch(pi.PhotoIndex, "_embed", "_embed (rest)")
+    T.patch(pi.Ingest, "commit", "embed_and_commit (rest: SQLite)")
+    T.patch(pi.Ingest, "embed", "_embed (rest)")
     T.patch(dual.DualEncoder, "embed_images", "embed_images (rest)")
     T.patch(ie, "extract_image_features", "extract_image_features (rest: stack, copy)")
     T.patch(ie, "_key", "pixel hash (cache key)", opaque=True)
@@ -359,15 +359,15 @@ def child(folder: Path, db: Path, result: Path) -> None:
 
     loader_tids: set[int] = set()
     pool_threads: dict[int, str] = {}
-    orig_load_file = getattr(pi, "_load_file")
+    orig_load_file = getattr(pi, "load_file")
 
     def load_file(*a, **k):
         loader_tids.add(threading.get_native_id())
         return orig_load_file(*a, **k)
 
-    setattr(pi, "_load_file", load_file)
+    setattr(pi, "load_file", load_file)
     after_loop: dict[int, dict] = {}
-    orig_update = pi.PhotoIndex._update
+    orig_update = pi.Ingest.run
 
     def update(self, *a, **k):
         r0, c0 = os.times(), time.thread_time()
@@ -383,7 +383,7 @@ def child(folder: Path, db: Path, result: Path) -> None:
                 if t.native_id is not None:
                     pool_threads[t.native_id] = t.name
 
-    pi.PhotoIndex._update = update
+    pi.Ingest.run = update
 
     threading.Thread(target=sample, daemon=True, name="sampler").start()
     from xmodal.cli import app
