@@ -77,6 +77,7 @@ def test_a_campaign_from_before_the_added_columns_gets_them(tmp_path):
 @pytest.mark.parametrize("fixture,opener", [
     ("index-v0.sql", lambda p: index_store.Store(p, create=False)),
     ("campaign-v0.sql", lambda p: mitl_store.Campaign(p)),
+    ("campaign-v0.sql", lambda p: mitl_store.Campaign(p, readonly=True)),
 ])
 def test_a_database_of_a_newer_xmodal_is_refused_untouched(tmp_path, fixture, opener):
     db = database(tmp_path, fixture)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from xmodal.errors import XmodalError
-from xmodal.migrations import Schema, migrate
+from xmodal.migrations import Schema, check_not_newer, migrate
 from xmodal.mitl.answers import SKIP, is_gold_correct
 
 SCHEMA_VERSION = 1
@@ -252,6 +252,7 @@ class Campaign:
             check_campaign_file(self.path)
         if readonly:
             self.conn = open_readonly(self.path)
+            check_not_newer(self.conn, CAMPAIGN_SCHEMA, self.path)  # read, but not misread
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
