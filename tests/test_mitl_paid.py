@@ -461,6 +461,52 @@ def test_a_simulated_paid_study_gives_one_identity_per_person(tmp_path):
     assert c.q("SELECT COUNT(*) FROM workers")[0][0] == 4
 
 
+def test_a_study_link_holds_no_credential_beyond_judging(tmp_path):
+    """The study URL every participant sees carries no shared access token; what it holds signs
+    the browser in for judging only: photo search, the review pages and the API docs still ask
+    for the server's access token."""
+    c, _ = build_campaign(tmp_path, qualify=6)
+    info = json.loads(_cli("mitl", "crowd", "export", c.path, tmp_path / "p", "--platform",
+                           "prolific", "--study-id", "65f0aa", "--public-url",
+                           "https://judge.example.org").stdout)
+    assert "access_token" not in json.dumps(info) and "SHARED" not in json.dumps(info)
+    link = (info["study_url"].removeprefix("https://judge.example.org")
+            .replace("{{%PROLIFIC_PID%}}", "60b1").replace("{{%STUDY_ID%}}", "65f0aa")
+            .replace("{{%SESSION_ID%}}", "s1"))
+    with TestClient(_app(c, tmp_path, access_token="SHARED")) as browser:
+        r = browser.get(link)
+        assert r.status_code == 200 and "Welcome" in r.text, r.text
+        assert "xmodal_token" not in browser.cookies
+        for page in ("/judge", "/judge/instructions", "/static/judge.js", "/static/common.js",
+                     "/static/style.css", "/prolific/done"):
+            assert browser.get(page).status_code in (200, 409), page
+        assert browser.get("/api/mitl/me").json()["name"] == "prolific:60b1"
+        got = _answer_all(browser, c)  # the entry test, through the judging API
+        assert got["entry_test"] is not None
+        for path in ("/", "/eval", "/review", "/duplicates", "/docs", "/openapi.json",
+                     "/api/health", "/api/search?q=a+dog", "/api/mitl/review",
+                     "/api/mitl/review/disagreements", "/static/review.js",
+                     "/static/index.html", "/api/mitl/../search?q=x", "/api/mitl//review"):
+            r = browser.get(path, follow_redirects=False)
+            assert r.status_code == 401, (path, r.status_code)
+        assert browser.post("/api/mitl/review/1", json={"decision": "accept"}).status_code \
+            == 401
+        # a signed-in reviewer's own pages still need the shared token too
+        rev = c.add_worker("rev", "reviewer")
+        r = browser.post("/api/mitl/session", json={"token": rev, "page": "review"})
+        assert r.status_code == 200
+        assert browser.get("/api/mitl/review").status_code == 401
+        # the same paths as an HTTP client may send them, undecoded (httpx folds '..')
+        from xmodal.server.security import is_judging_path
+        assert all(not is_judging_path(p) for p in (
+            "/api/mitl/../search", "/api/mitl/./review", "/api/mitl//review", "/static/../x",
+            "/api/mitl/review", "/api/mitl/reviews", "/judge/", "/api/mitlx/next"))
+        assert is_judging_path("/api/mitl/next") and is_judging_path("/prolific")
+        # with the server's token the researcher reaches everything
+        assert browser.get("/api/health", headers={"Authorization": "Bearer SHARED"}) \
+            .status_code == 200
+
+
 def test_prolific_submissions_screen_out_participants_prolific_does_not_know(tmp_path):
     """The documented duplicate screen: Prolific's submissions export lists who really took
     part; a PID not in it (invented in a fresh browser) or returned has its HITs rejected."""

@@ -55,7 +55,9 @@ def serve(
     token: str = typer.Option(
         None, "--token", envvar="XMODAL_TOKEN", help="access token every request must carry "
         "(required when --host is not a loopback address); open the page once with "
-        "?access_token=TOKEN, API clients send 'Authorization: Bearer TOKEN'"
+        "?access_token=TOKEN, API clients send 'Authorization: Bearer TOKEN'. With --campaign, "
+        "the judging pages (/judge, /prolific, /api/mitl/ but review) sign workers in by "
+        "themselves and need no access token"
     ),
     allow_host: list[str] = typer.Option(
         None, "--allow-host", help="another Host name to answer (e.g. the machine's DNS name); "

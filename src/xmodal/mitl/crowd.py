@@ -422,7 +422,8 @@ def export_prolific(campaign: Campaign, out: Path, public_url: str | None,
     info = {"platform": "prolific", "study_id": study_id, "study_url": link,
             "completion_code": code,
             "completion_url": f"https://app.prolific.com/submissions/complete?cc={code}",
-            "note": "with 'xmodal serve --token', add &access_token=TOKEN to the study URL"}
+            "note": "the study URL needs no access token: with 'xmodal serve --token' the "
+                    "judging pages sign participants in by themselves and nothing else opens"}
     (out / "prolific.json").write_text(json.dumps(info, indent=1))
     info["files"] = [str(out / "prolific.json")]
     return info

@@ -88,7 +88,8 @@ def create_app(
         loopback names and its own address); access_token: required on every request when set
         (see :mod:`xmodal.server.security`); allowed_origins: origins besides the server's own
         Host whose pages may POST / PUT / DELETE (e.g. the public URL in front of a proxy that
-        rewrites Host).
+        rewrites Host). With a campaign, its judging routes sign workers in by themselves and
+        need no access token (a worker's or a study's link holds nothing more).
     """
     backends = Backends(
         db_path, index=index, model=model, tagger=tagger, model_spec=model_spec, threads=threads
@@ -128,7 +129,7 @@ def create_app(
     app.add_middleware(BodySizeLimit, max_bytes=state.limits.max_body_bytes)
     app.add_middleware(ConcurrencyLimit, max_requests=state.limits.max_concurrent_requests)
     app.add_middleware(AccessGuard, allowed_hosts=allowed_hosts, token=access_token,
-                       allowed_origins=allowed_origins or ())
+                       allowed_origins=allowed_origins or (), judging=campaign is not None)
     for module in (search, annotate, meta, reports, judge, duplicates, crowd):
         app.include_router(module.router)
     app.include_router(judge.pages)  # /judge and /review: a token link becomes a cookie

@@ -5,8 +5,13 @@
 - **Access token** (``xmodal serve --token``; required when listening beyond loopback). Every
   request must carry it: ``Authorization: Bearer TOKEN``, or the ``xmodal_token`` cookie that
   opening any page with ``?access_token=TOKEN`` once sets (HttpOnly, SameSite=Strict), so the
-  web pages work unchanged. Comparisons are constant-time. (Judging pages' ``?token=`` is a
-  worker's own token, exchanged for a session cookie by the judging routes.)
+  web pages work unchanged. Comparisons are constant-time.
+- **Judging without the shared token** (``judging=True``: a campaign is served). The judging
+  routes sign their own visitors in (a worker's one-time link, token or session cookie, or a
+  Prolific study link, see :mod:`xmodal.server.routes.crowd`), so they alone are open without
+  the access token: :data:`JUDGING_PAGES` and ``/api/mitl/`` except its review routes. A study
+  link or a worker's link therefore holds nothing that opens photo search, the review pages,
+  the evaluation pages or the API docs: those still need the access token.
 - **Same origin for writes.** A POST, PUT, PATCH or DELETE whose ``Origin`` is another origin
   (or ``null``), or that the browser marks ``Sec-Fetch-Site: cross-site`` / ``same-site``, gets
   a JSON 403: a page elsewhere cannot make a visitor's browser write with its cookies.
@@ -42,6 +47,21 @@ SECURITY_HEADERS = [
 
 
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# what a worker's browser needs to judge (the judge page, its instructions and assets, the
+# Prolific entry and completion pages); the judging API is /api/mitl/ less its review routes
+JUDGING_PAGES = frozenset({"/judge", "/judge/instructions", "/prolific", "/prolific/done",
+                           "/static/judge.js", "/static/common.js", "/static/style.css",
+                           "/static/favicon.svg"})
+JUDGING_API = "/api/mitl/"
+
+
+def is_judging_path(path: str) -> bool:
+    """A path the judging routes answer by themselves (worker sign-in, no shared token)."""
+    if "//" in path or "/." in path or "\\" in path:
+        return False
+    if path in JUDGING_PAGES:
+        return True
+    return path.startswith(JUDGING_API) and not path.startswith(JUDGING_API + "review")
 
 
 def continue_page(url: str) -> HTMLResponse:
@@ -96,8 +116,10 @@ class AccessGuard:
     """ASGI middleware: Host check, optional token, security headers (HTTP only)."""
 
     def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] | None = None,
-                 token: str | None = None, allowed_origins: Iterable[str] = ()) -> None:
+                 token: str | None = None, allowed_origins: Iterable[str] = (),
+                 judging: bool = False) -> None:
         self.app = app
+        self.judging = judging  # the judging routes are open without the token
         self.allowed = None if allowed_hosts is None else {h.lower() for h in allowed_hosts}
         self.token = token or None
         # origins besides the request's own Host (a public URL in front of a proxy)
@@ -128,7 +150,8 @@ class AccessGuard:
                 response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
                 await response(scope, receive, send)
                 return
-            if not self._authorized(request):
+            if not self._authorized(request) and not (self.judging
+                                                      and is_judging_path(scope["path"])):
                 await error_response(401, "this server needs its access token: open a page "
                                      "with ?access_token=TOKEN or send 'Authorization: "
                                      "Bearer TOKEN'")(scope, receive, send)
