@@ -427,14 +427,16 @@ def describe(store: Store | None = None) -> list[dict[str, Any]]:
     """The registry as data, for the web page's filter bar (``GET /api/filters``): name,
     label, help, example, input type and bounds, and with a store the values each field
     suggests (from its facet) with photo counts."""
-    out = []
+    out, rows = [], {}  # each facet counted once (after and before share the years)
     for s in FILTERS:
         item = {"name": s.name, "label": s.label, "help": s.help, "example": s.example,
                 "title": s.title or s.help, "type": "number" if s.type is float else "text",
                 "min": s.minimum, "max": s.maximum, "max_length": s.max_length, "css": s.css,
                 "facet": s.facet.key if s.facet else None}
         if store is not None and s.facet is not None:
-            item["suggest"] = [list(x) for x in s.facet.suggest(s.facet.rows(store))]
+            if s.facet.key not in rows:
+                rows[s.facet.key] = s.facet.rows(store)
+            item["suggest"] = [list(x) for x in s.facet.suggest(rows[s.facet.key])]
         out.append(item)
     return out
 
