@@ -19,8 +19,11 @@ Per model (default ``dual`` and ``fast``):
   ``--library`` - 1 others: how often the answer shows the photo, and how often it is in the
   top k at all.
 
-The cutoffs measured: ``shipped`` (the model's calibration file now), ``none`` (top k, nothing
-hidden), and with ``--against COMMIT`` the calibration files of that commit (``before``).
+Queries are embedded two ways: ``phrased``, as search embeds them now (a short query becomes a
+sentence, :mod:`xmodal.index.phrasing`), and ``raw``, as typed (search before issue 40). The
+cutoffs measured: ``shipped`` (the model's calibration file now), ``none`` (top k, nothing
+hidden), and for raw queries with ``--against COMMIT`` the calibration files of that commit
+(``before``: today's default before issue 40 is raw + before).
 
     python -m benchmarks.short_queries [--models dual fast] [--against COMMIT] [--split test]
 
@@ -61,10 +64,10 @@ def calibrator_at(commit: str, name: str):
     return Calibrator.from_json(text)
 
 
-def cutoffs(cal, against) -> dict:
-    """name -> shown_fn(query index, ranked scores) for each cutoff measured."""
+def cutoffs(cals: dict) -> dict:
+    """name -> shown_fn(query index, ranked scores): "none" (top k) and each calibrator's."""
     out = {"none": lambda qi, s: np.ones(len(s), bool)}
-    for name, c in (("shipped", cal), ("before", against)):
+    for name, c in cals.items():
         if c is not None:
             out[name] = (lambda c: lambda qi, s: c.probability(s) >= c.threshold)(c)
     return out
@@ -79,8 +82,6 @@ def run_model(spec: str, sq, args, cache: Path) -> dict:
     s = None if spec == "dual" else spec
     model = load_embedding_model(s)
     key = model_id(model, s)
-    P, Q = sqm.embed(sq, model, key, cache)
-    S = Q @ P.T
     cal = load_calibrator(key)
     before = calibrator_at(args.against, spec) if args.against else None
     if before is not None and before.model_id != key:
@@ -88,13 +89,21 @@ def run_model(spec: str, sq, args, cache: Path) -> dict:
     libs = sqm.libraries(len(sq.photos), args.library, args.draws)
     whole = [np.arange(len(sq.photos))]
     slibs = sqm.sentence_libraries(sq, args.library)
-    out = {"model_id": key, "ranking": sqm.mean_ap(sq, S), "cutoffs": {}}
-    for name, fn in cutoffs(cal, before).items():
-        out["cutoffs"][name] = {
-            "threshold": None if name == "none" else (cal if name == "shipped" else before
-                                                      ).threshold,
-            f"libraries_of_{args.library}": sqm.evaluate(sq, S, fn, K, libs, slibs),
-            "whole_dev_pool": sqm.evaluate(sq, S, fn, K, whole)}
+    out = {"model_id": key}
+    # phrased: short queries as search now embeds them (xmodal.index.phrasing), with the
+    # shipped cutoff; raw: as typed, as search embedded them before, with the 'before' cutoff
+    for name, phrased, cuts in (("phrased", True, {"shipped": cal}),
+                                ("raw", False, {"before": before, "shipped": cal})):
+        P, Q = sqm.embed(sq, model, key, cache, phrased=phrased)
+        S = Q @ P.T
+        res = {"ranking": sqm.mean_ap(sq, S), "cutoffs": {}}
+        for cname, fn in cutoffs(cuts).items():
+            c = cuts.get(cname)
+            res["cutoffs"][cname] = {
+                "threshold": None if c is None else c.threshold,
+                f"libraries_of_{args.library}": sqm.evaluate(sq, S, fn, K, libs, slibs),
+                "whole_dev_pool": sqm.evaluate(sq, S, fn, K, whole)}
+        out[name] = res
     return out
 
 
@@ -123,15 +132,16 @@ def main(argv: list[str] | None = None) -> None:
         results["test_looks"] = TEST_LOOKS
     path = record("short_queries" if args.split == "dev" else "short_queries_test", results)
     for m, r in results["models"].items():
-        print(f"{m}: mAP {r['ranking']['map']:.3f}")
-        for name, c in r["cutoffs"].items():
-            lib = c[f"libraries_of_{args.library}"]
-            sh = lib["short"]
-            print(f"  {name:8s} right shown {sh['right_shown_share']:.1%}  precision "
-                  f"{sh['precision_of_shown']:.2f}  F1 {sh['f1_mean']:.3f} / oracle "
-                  f"{sh['oracle_f1_mean']:.3f}  absent no-match "
-                  f"{lib['absent_no_good_match_share']:.0%}  sentences shown "
-                  f"{lib['sentences']['right_photo_shown_share']:.1%}")
+        for how in ("raw", "phrased"):
+            print(f"{m}, {how} queries: mAP {r[how]['ranking']['map']:.3f}")
+            for name, c in r[how]["cutoffs"].items():
+                lib = c[f"libraries_of_{args.library}"]
+                sh = lib["short"]
+                print(f"  {name:8s} right shown {sh['right_shown_share']:.1%}  precision "
+                      f"{sh['precision_of_shown']:.2f}  F1 {sh['f1_mean']:.3f} / oracle "
+                      f"{sh['oracle_f1_mean']:.3f}  absent no-match "
+                      f"{lib['absent_no_good_match_share']:.0%}  sentences shown "
+                      f"{lib['sentences']['right_photo_shown_share']:.1%}")
     print(path)
 
 

@@ -50,6 +50,7 @@ N_PAIRS = 12  # "adjective noun" queries
 N_PLURALS = 8  # plural nouns ("dogs", "kids")
 MIN_PHOTOS = 8  # a query needs at least this many relevant dev photos
 VERSION = "short-queries-v1"
+PHRASING = "phrased-v1"  # queries embedded as search phrases them (xmodal.index.phrasing)
 
 # nouns that name no subject one would search for (parts, places in the frame, the picture)
 NOT_SUBJECTS = {
@@ -373,37 +374,46 @@ def by_kind(sq: ShortQuerySet) -> dict[str, list[int]]:
 
 
 # ----- embeddings (as a photo index and a search make them) --------------------------------------
-def embed(sq: ShortQuerySet, model, key: str, cache: Path | None = None
-          ) -> tuple[np.ndarray, np.ndarray]:
+def embed(sq: ShortQuerySet, model, key: str, cache: Path | None = None,
+          phrased: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(photo vectors, query vectors) of ``model`` (its id ``key``): photos decoded as the photo
     index decodes them and embedded in batches of 16 with the feature cache off, each query
-    embedded alone, as a search embeds it. Cached in ``cache`` when given."""
+    embedded alone and phrased as a search phrases it (:func:`xmodal.index.phrasing.phrase`).
+    ``phrased=False``: as typed (how search embedded them before issue 40). Cached in ``cache``
+    when given."""
+    from xmodal.index.phrasing import phrase
     from xmodal.index.scan import load_checked
 
-    files = None
+    files = [None, None]
     if cache is not None:
-        files = [Path(cache) / f"short-queries-{key}-{sq.digest}-{w}.npy"
-                 for w in ("photos", "queries")]
-        if all(f.is_file() for f in files):
-            return np.load(files[0]), np.load(files[1])
-    square = getattr(model, "image_input_size", None)
-    vecs = []
-    for start in range(0, len(sq.paths), 16):
-        batch = []
-        for path in sq.paths[start:start + 16]:
-            img, reason = load_checked(path, square=square)
-            if img is None:
-                raise XmodalError(f"cannot read {path}: {reason}")
-            batch.append(img)
-        vecs.append(np.asarray(model.embed_images(batch, progress=False, cache=False),
-                               np.float32))
-    photos = np.concatenate(vecs)
-    queries = np.concatenate([np.asarray(model.embed_texts([q.text], progress=False),
-                                         np.float32) for q in sq.queries])
-    if files is not None:
-        files[0].parent.mkdir(parents=True, exist_ok=True)
-        np.save(files[0], photos)
-        np.save(files[1], queries)
+        files = [Path(cache) / f"short-queries-{key}-{sq.digest}-photos.npy",
+                 Path(cache) / f"short-queries-{key}-{sq.digest}-"
+                               f"{PHRASING if phrased else 'raw'}-queries.npy"]
+    photos = np.load(files[0]) if files[0] is not None and files[0].is_file() else None
+    queries = np.load(files[1]) if files[1] is not None and files[1].is_file() else None
+    if photos is None:
+        square = getattr(model, "image_input_size", None)
+        vecs = []
+        for start in range(0, len(sq.paths), 16):
+            batch = []
+            for path in sq.paths[start:start + 16]:
+                img, reason = load_checked(path, square=square)
+                if img is None:
+                    raise XmodalError(f"cannot read {path}: {reason}")
+                batch.append(img)
+            vecs.append(np.asarray(model.embed_images(batch, progress=False, cache=False),
+                                   np.float32))
+        photos = np.concatenate(vecs)
+        if files[0] is not None:
+            files[0].parent.mkdir(parents=True, exist_ok=True)
+            np.save(files[0], photos)
+    if queries is None:
+        queries = np.concatenate([np.asarray(model.embed_texts(
+            [phrase(q.text) if phrased else q.text], progress=False), np.float32)
+            for q in sq.queries])
+        if files[1] is not None:
+            files[1].parent.mkdir(parents=True, exist_ok=True)
+            np.save(files[1], queries)
     return photos, queries
 
 

@@ -38,7 +38,8 @@ on them understates precision in a person's collection, where most photos are ea
 on full captions; one- and two-word queries score lower against every photo, so it hid most of
 their right photos (27% shown on the short-query dev benchmark, :mod:`xmodal.eval.short_queries`).
 The shipped threshold is therefore chosen on that **dev** benchmark (Flickr8K + CC18K dev photos;
-no test photo): among candidate probabilities (the calibrator at raw scores 0, 0.005, ... 0.5,
+no test photo; queries phrased as search phrases them, :mod:`xmodal.index.phrasing`): among
+candidate probabilities (the calibrator at raw scores 0, 0.005, ... 0.5,
 and the recall-first threshold), the one with the highest mean F1 of the default answer (k = 10)
 on short queries in 40 random 100-photo libraries, among those that show sentences' right photo
 at least as often as the recall-first threshold does. The whole curve is recorded

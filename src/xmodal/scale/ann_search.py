@@ -196,7 +196,9 @@ def index_model(index: ShardIndex, model: EmbeddingModel | None = None) -> Embed
 def query_vector(model: EmbeddingModel, text: str) -> np.ndarray:
     if not isinstance(text, str) or not text.strip():
         raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
-    return np.asarray(model.embed_texts([text.strip()], progress=False), np.float32)
+    from xmodal.index.phrasing import phrase
+
+    return np.asarray(model.embed_texts([phrase(text)], progress=False), np.float32)
 
 
 def search_text(folder: str | os.PathLike, text: str, k: int = 10, nprobe: int | None = None,

@@ -1,0 +1,45 @@
+"""How a short query is put to the text encoder: as a sentence (issue 40 item 3).
+
+The sentence encoders were trained on captions ("A black dog runs across the grass."), and the
+joint space's text head learnt from captions too. A bare word ("dog") lands away from the
+captions that name it, so photo search ranks worse for the one- and two-word queries people
+type. :func:`phrase` turns a query of at most :data:`MAX_WORDS` words without sentence
+punctuation into a caption-like sentence ("dog" -> "a dog is in the picture.", "dogs" -> "dogs
+is in the picture."); longer queries are left alone. The template was chosen on the short-query
+dev benchmark (:mod:`xmodal.eval.short_queries`) among 11 tried ("a photo of a dog.", "there is
+a dog in the picture.", "a dog."...: mAP 0.25 to 0.40); it raised the default model's mAP there
+from 0.323 to 0.404 (``benchmarks/results/short_queries.json``).
+
+Search applies it to every text term (:meth:`xmodal.index.searcher.Searcher.term_vectors`);
+scores, the calibrated cutoff and the benchmarks all see the phrased query.
+"""
+
+from __future__ import annotations
+
+import re
+
+MAX_WORDS = 3
+TEMPLATE = "{} is in the picture."  # one template for all: chosen on dev (see the docstring)
+_DETERMINERS = {"a", "an", "the", "some", "two", "three", "four", "many", "several", "my",
+                "our", "his", "her", "their", "this", "that", "these", "those"}
+_PLURAL_NOUNS = {"people", "men", "women", "children", "police", "cattle"}
+
+
+def _needs_article(words: list[str]) -> bool:
+    """A singular noun phrase without a determiner ("dog", "black dog"), not a plural
+    ("dogs", "people") nor an activity ("running")."""
+    last = words[-1]
+    plural = last in _PLURAL_NOUNS or (last.endswith("s") and not last.endswith(("ss", "us")))
+    return not (words[0] in _DETERMINERS or plural or last.endswith("ing"))
+
+
+def phrase(text: str) -> str:
+    """The sentence the encoder reads for a search text: a query of at most ``MAX_WORDS``
+    words without punctuation becomes "<a query> is in the picture."; others stay as given."""
+    text = text.strip()
+    words = text.split()
+    if not 1 <= len(words) <= MAX_WORDS or re.search(r"[.!?,;:]", text):
+        return text
+    if _needs_article([w.lower() for w in words]):
+        text = ("an " if text[0].lower() in "aeiou" else "a ") + text
+    return TEMPLATE.format(text)
