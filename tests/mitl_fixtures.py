@@ -82,3 +82,32 @@ def gold_answers(campaign, payload, wrong: bool = False) -> dict[int, tuple[int,
         else:
             out[it["pair_id"]] = (2, None)
     return out
+
+
+def judged_campaign(root: Path, before_hits: Path | None = None) -> Path:
+    """``root/campaign.db``: proposed by three random annotators, HITs of 4 pairs made (a copy
+    of the database from before them saved to ``before_hits``), worker ``alice`` registered and
+    every HIT judged by two workers, ``w1`` and ``w2`` (golden pairs right: all accepted)."""
+    import shutil
+
+    from xmodal.mitl.hits import make_hits
+    from xmodal.mitl.propose import load_annotator, propose
+    from xmodal.mitl.store import Campaign
+
+    protocol = folder_protocol(root)
+    annotators = [load_annotator(str(p), protocol) for p in score_files(root)]
+    db = root / "campaign.db"
+    with Campaign(db, create=True) as c:
+        c.set_meta_now("protocol", {"name": "folder", "data": str(root / "photos"),
+                                    "captions": str(root / "caps.csv")})
+        propose(c, protocol, annotators, n_queries=8, k=5)
+    if before_hits is not None:
+        shutil.copy(db, before_hits)
+    with Campaign(db) as c:
+        make_hits(c, protocol, size=4, replication=2)
+        c.add_worker("alice")
+        for name in ("w1", "w2"):
+            worker = c.worker_for(c.add_worker(name))
+            while (a := c.next_assignment(worker)) is not None:
+                c.submit(a, worker, gold_answers(c, c.assignment(a, worker)))
+    return db

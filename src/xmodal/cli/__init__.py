@@ -6,6 +6,7 @@ Progress and logs go to stderr; ``--json`` output goes to stdout.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -35,13 +36,29 @@ organise(app)  # help panels; commands that need an extra say so in a core insta
 __all__ = ["app", "console", "main", "train_app"]
 
 
+def wants_json(argv: list[str]) -> bool:
+    """Whether the command line asks for JSON (``--json`` before any ``--``)."""
+    args = argv[1:]
+    return "--json" in (args[: args.index("--")] if "--" in args else args)
+
+
+def _fail(message: str, code: int, kind: str) -> None:
+    """End with ``code``; under --json the error is JSON on stdout, as the result would be:
+    ``{"error": {"message": ..., "kind": "error" | "usage", "exit_code": code}}``."""
+    if wants_json(sys.argv):
+        print(json.dumps({"error": {"message": message, "kind": kind, "exit_code": code}}),
+              flush=True)
+    sys.exit(code)
+
+
 def main() -> None:
-    """Entry point: run the Typer app; project errors print without a traceback and exit 2."""
+    """Entry point: run the Typer app; project errors print without a traceback and exit 2
+    (as JSON on stdout when --json was given)."""
     try:
         app(standalone_mode=False)
     except XmodalError as exc:
         console.print(f"[bold red]error:[/] {exc}")
-        sys.exit(2)
+        _fail(str(exc), 2, "error")
     except SystemExit:
         raise
     except KeyboardInterrupt:
@@ -53,7 +70,8 @@ def main() -> None:
         show, code = getattr(exc, "show", None), getattr(exc, "exit_code", None)
         if callable(show) and isinstance(code, int):
             show()
-            sys.exit(code)
+            fmt = getattr(exc, "format_message", None)
+            _fail(fmt() if callable(fmt) else str(exc), code, "usage")
         if type(exc).__name__ == "Abort":
             sys.exit(1)
         raise

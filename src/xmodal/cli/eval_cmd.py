@@ -264,10 +264,15 @@ def _print_paper_metrics(pm: dict) -> None:
 
 
 @app.command("protocols")
-def protocols_command() -> None:
+def protocols_command(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON: a list of names."),
+) -> None:
     """List the evaluation protocols."""
     from xmodal.eval.protocols import list_protocols
 
+    if as_json:
+        typer.echo(json.dumps(list(list_protocols())))
+        return
     for name in list_protocols():
         typer.echo(name)
 
