@@ -93,6 +93,50 @@ def test_the_entry_test_is_named_with_its_pass_mark_and_a_failure_is_told(tmp_pa
                                       "failed": 1}
 
 
+def test_pay_counts_the_entry_test_on_its_own_line(tmp_path):
+    """An entry test is no paid HIT: it is left out of the HITs, their time and their cost, and
+    counted apart (unpaid unless --entry-reward names its reward)."""
+    c, _ = build_campaign(tmp_path, qualify=6)
+    for name, wrong in (("alice", False), ("bob", True)):
+        w = c.worker_for(c.add_worker(name))
+        entry = c.next_assignment(w)  # the entry test comes first
+        c.submit(entry, w, gold_answers(c, c.assignment(entry, w), wrong=wrong))
+        c.conn.execute("UPDATE assignments SET started_at = submitted_at - 30 WHERE id = ?",
+                       (entry,))
+    alice = c.worker_for(c.add_worker("alice2"))  # a third worker: entry test, then one HIT
+    entry = c.next_assignment(alice)
+    c.submit(entry, alice, gold_answers(c, c.assignment(entry, alice)))
+    hit = c.next_assignment(alice)
+    c.submit(hit, alice, gold_answers(c, c.assignment(hit, alice)))
+    c.conn.execute("UPDATE assignments SET started_at = submitted_at - 50 WHERE id = ?", (entry,))
+    c.conn.execute("UPDATE assignments SET started_at = submitted_at - 90 WHERE id = ?", (hit,))
+    c.close()
+    r = _cli("mitl", "crowd", "pay", c.path, "--reward", "0.5", "--fee", "0.2", "--json")
+    assert r.exit_code == 0, r.output
+    pay = json.loads(r.stdout)
+    # the HITs: alice2's one HIT of 90 s, paid 0.5 + 20 % fee
+    assert pay["paid_hits"] == 1 and pay["cost"] == pytest.approx(0.6)
+    assert pay["median_s_per_hit"] == pytest.approx(90) and pay["hourly"] == pytest.approx(20)
+    assert pay["workers"]["alice2"] == {
+        "hits": 1, "paid_hits": 1, "mean_s_per_hit": pytest.approx(90),
+        "median_s_per_hit": pytest.approx(90), "hourly": pytest.approx(20), "earned": 0.5,
+        "entry_test": "passed"}
+    assert pay["workers"]["bob"]["hits"] == 0 and pay["workers"]["bob"]["earned"] == 0
+    assert pay["workers"]["bob"]["entry_test"] == "failed"
+    # the entry test: its own line, unpaid by default (MTurk's qualification tests are)
+    assert pay["entry_test"] == {"taken": 3, "passed": 2, "failed": 1, "reward": 0.0,
+                                 "paid": 0, "median_s": pytest.approx(30), "cost": 0.0}
+    r = _cli("mitl", "crowd", "pay", c.path, "--reward", "0.5", "--fee", "0.2",
+             "--entry-reward", "0.1", "--json")
+    pay = json.loads(r.stdout)
+    assert pay["entry_test"]["paid"] == 3 and pay["entry_test"]["cost"] == pytest.approx(0.36)
+    assert pay["workers"]["bob"]["earned"] == pytest.approx(0.1)
+    assert pay["workers"]["alice2"]["earned"] == pytest.approx(0.6)
+    assert pay["cost"] == pytest.approx(0.96)  # HITs and entry tests, with fees
+    r = _cli("mitl", "crowd", "pay", c.path, "--reward", "0.5", "--entry-reward", "0.1")
+    assert r.exit_code == 0 and "entry test" in r.output and "3 taken" in r.output, r.output
+
+
 # ----- 2. MTurk import -------------------------------------------------------------------------
 def _mturk_export(c, tmp_path):
     """(input rows, item ref -> role) of the campaign's MTurk export."""

@@ -637,28 +637,45 @@ def crowd_pay(
     campaign: Path = CAMPAIGN,
     reward: float = typer.Option(..., "--reward", help="reward per HIT (e.g. 0.10)"),
     fee: float = typer.Option(0.0, "--fee", help="platform fee as a fraction (MTurk: 0.2)"),
+    entry_reward: float = typer.Option(
+        0.0, "--entry-reward", help="reward per entry test taken, passed or failed (default 0: "
+        "unpaid, as MTurk's qualification tests; e.g. a Prolific screen-out payment)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Time per HIT per worker and the hourly pay that a reward per HIT gives.
+
+    The entry test is no HIT: it is counted on its own line, unpaid unless --entry-reward.
 
     Example: xmodal mitl crowd pay flickr.db --reward 0.10 --fee 0.2
     """
     from xmodal.mitl.crowd import pay_report
     from xmodal.mitl.store import Campaign
 
+    if min(reward, fee, entry_reward) < 0:
+        raise XmodalError("--reward, --fee and --entry-reward cannot be negative")
     with Campaign(campaign, readonly=True) as c:
-        report = pay_report(c, reward, fee)
+        report = pay_report(c, reward, fee, entry_reward)
     if as_json:
         _echo_json(report)
         return
     t = Table(title=f"pay at {reward} per HIT")
-    for col in ("worker", "HITs", "paid", "median s/HIT", "per hour"):
+    entry = report.get("entry_test")
+    cols = ("worker", "HITs", "paid", "median s/HIT", "per hour") + (
+        ("entry test",) if entry else ())
+    for col in cols:
         t.add_column(col, justify="left" if col == "worker" else "right")
     fmt = lambda x, f: "-" if x is None else f.format(x)  # noqa: E731
     for name, w in report["workers"].items():
         t.add_row(name, str(w["hits"]), str(w["paid_hits"]),
-                  fmt(w["median_s_per_hit"], "{:.0f}"), fmt(w["hourly"], "{:.2f}"))
+                  fmt(w["median_s_per_hit"], "{:.0f}"), fmt(w["hourly"], "{:.2f}"),
+                  *((w["entry_test"] or "-",) if entry else ()))
     console.print(t)
+    if entry:
+        paid = (f"{entry['paid']} paid at {entry['reward']} cost {entry['cost']:.2f} with fees"
+                if entry["paid"] else "unpaid (--entry-reward to pay it)")
+        console.print(f"entry test: {entry['taken']} taken ({entry['passed']} passed, "
+                      f"{entry['failed']} failed), median {fmt(entry['median_s'], '{:.0f}')} s; "
+                      f"{paid}")
     console.print(f"median {fmt(report['median_s_per_hit'], '{:.0f}')} s per HIT -> "
-                  f"{fmt(report['hourly'], '{:.2f}')} per hour; {report['paid_hits']} paid HITs "
-                  f"cost {report['cost']:.2f} with fees")
+                  f"{fmt(report['hourly'], '{:.2f}')} per hour; {report['paid_hits']} paid HITs; "
+                  f"total cost {report['cost']:.2f} with fees")

@@ -889,41 +889,68 @@ def import_results(campaign: Campaign, path: str | Path,
 
 
 # ----- time and pay ---------------------------------------------------------------------------
-def pay_report(campaign: Campaign, reward: float, fee: float = 0.0) -> dict[str, Any]:
+def pay_report(campaign: Campaign, reward: float, fee: float = 0.0,
+               entry_reward: float = 0.0) -> dict[str, Any]:
     """Per worker: submitted HITs, seconds per HIT (the platform's work time where it reported
-    one, else submit minus start), and the hourly pay a reward per HIT gives."""
+    one, else submit minus start), and the hourly pay a reward per HIT gives.
+
+    The entry test (``hits --qualify``) is no HIT: it counts on its own line (``entry_test``:
+    taken, passed, failed, its median time) and in each worker's ``entry_test``. It is unpaid
+    unless ``entry_reward`` is given (then every submitted entry test, passed or failed, earns
+    it): MTurk pays no qualification test, and a Prolific participant who fails it returns the
+    study (or gets the study's screen-out payment, which ``entry_reward`` stands for)."""
+    from xmodal.mitl.store import entry_test
+
     has_external = campaign.q("SELECT 1 FROM sqlite_master WHERE name = "
                               "'external_assignments'")  # a campaign older than the table
     work = "e.work_s" if has_external else "NULL"
     join = ("LEFT JOIN external_assignments e ON e.assignment_id = a.id " if has_external
             else "")
     rows = campaign.q(
-        f"SELECT w.name, a.status, a.started_at, a.submitted_at, {work} FROM assignments a "
-        f"JOIN workers w ON w.id = a.worker_id {join}WHERE a.submitted_at IS NOT NULL "
-        "ORDER BY w.id, a.id")
+        f"SELECT w.name, a.status, a.started_at, a.submitted_at, {work}, a.hit_id "
+        f"FROM assignments a JOIN workers w ON w.id = a.worker_id {join}"
+        "WHERE a.submitted_at IS NOT NULL ORDER BY w.id, a.id")
+    entry_hit = (entry_test(campaign.conn) or {}).get("hit")
     per: dict[str, dict[str, Any]] = {}
-    for name, status, started, submitted, work in rows:
-        p = per.setdefault(name, {"hits": 0, "paid_hits": 0, "seconds": []})
-        p["hits"] += 1
-        p["paid_hits"] += status != "rejected"
+    entry: dict[str, Any] = {"taken": 0, "passed": 0, "failed": 0, "seconds": []}
+    for name, status, started, submitted, work, hit in rows:
+        p = per.setdefault(name, {"hits": 0, "paid_hits": 0, "seconds": [], "entry": None})
         seconds = work if work is not None else submitted - started
+        if hit == entry_hit:
+            p["entry"] = "passed" if status == "accepted" else "failed"
+            entry["taken"] += 1
+            entry[p["entry"]] += 1
+            target = entry["seconds"]
+        else:
+            p["hits"] += 1
+            p["paid_hits"] += status != "rejected"
+            target = p["seconds"]
         if seconds and seconds > 0:
-            p["seconds"].append(seconds)
+            target.append(seconds)
+    median = lambda s: sorted(s)[len(s) // 2] if s else None  # noqa: E731
     workers = {}
     for name, p in per.items():
-        s = sorted(p["seconds"])
-        mean = sum(s) / len(s) if s else None
-        median = s[len(s) // 2] if s else None
+        s, m = p["seconds"], median(p["seconds"])
         workers[name] = {"hits": p["hits"], "paid_hits": p["paid_hits"],
-                         "mean_s_per_hit": mean, "median_s_per_hit": median,
-                         "hourly": reward * 3600 / median if median else None,
-                         "earned": reward * p["paid_hits"]}
-    all_s = sorted(x for p in per.values() for x in p["seconds"])
-    median = all_s[len(all_s) // 2] if all_s else None
+                         "mean_s_per_hit": sum(s) / len(s) if s else None,
+                         "median_s_per_hit": m, "hourly": reward * 3600 / m if m else None,
+                         "earned": reward * p["paid_hits"] + entry_reward * (p["entry"] is not
+                                                                            None)}
+        if entry_hit is not None:
+            workers[name]["entry_test"] = p["entry"]
+    all_median = median([x for p in per.values() for x in p["seconds"]])
     paid = sum(p["paid_hits"] for p in per.values())
-    return {"reward": reward, "fee": fee, "workers": workers, "median_s_per_hit": median,
-            "hourly": reward * 3600 / median if median else None,
-            "paid_hits": paid, "cost": round(paid * reward * (1 + fee), 4)}
+    entry_paid = entry["taken"] if entry_reward > 0 else 0
+    entry_cost = round(entry_paid * entry_reward * (1 + fee), 4)
+    out = {"reward": reward, "fee": fee, "workers": workers, "median_s_per_hit": all_median,
+           "hourly": reward * 3600 / all_median if all_median else None,
+           "paid_hits": paid, "cost": round(paid * reward * (1 + fee) + entry_cost, 4)}
+    if entry_hit is not None:
+        out["entry_test"] = {"taken": entry["taken"], "passed": entry["passed"],
+                             "failed": entry["failed"], "reward": entry_reward,
+                             "paid": entry_paid, "median_s": median(entry["seconds"]),
+                             "cost": entry_cost}
+    return out
 
 
 
