@@ -412,7 +412,7 @@ def test_an_empty_search_with_a_filter_lists_photos_by_month_on_a_phone(server, 
         wait_for_cards(page, by_date(canon))
         assert page.evaluate(months) == ["June 2023", "January 2023"]
         assert page.locator("#results .score").count() == 0  # nothing was matched to words
-        wait_for_status(page, f"{len(canon)} photos with camera canon, newest first")
+        wait_for_status(page, f"{len(canon)} photos · camera canon · newest first")
         assert "camera=canon" in page.url and "q=" not in page.url
         places = page.locator("#browse-places li").all_inner_texts()
         assert sorted(places) == ["Lisbon, Portugal (1)", "Paris, France (1)"]

@@ -258,7 +258,7 @@ function showListing(page, offset) {
   const order = page.sort === "oldest" ? "oldest first" : "newest first";
   const status = document.getElementById("search-status");
   const filters = filterWords().join(", ");
-  status.textContent = total ? `${plural(total, "photo")} with ${filters}, ${order}`
+  status.textContent = total ? `${plural(total, "photo")} · ${filters} · ${order}`
     : `No photo passes ${filters}.`;
   document.getElementById("search-notice").hidden = true;
 }
