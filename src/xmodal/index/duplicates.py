@@ -252,9 +252,11 @@ def is_editor(software: str | None) -> bool:
 
 @dataclass
 class Fingerprint:
-    """What ``xmodal duplicates`` reads from one file: its content SHA-1, the pHashes of the
-    picture inside any uniform border in its eight orientations (:data:`TURNS`), that picture's
-    size in the file's pixels, and the file's EXIF origin. ``reason``: why it has no hashes."""
+    """What ``xmodal duplicates`` reads from one file: its content SHA-1, 16 pHashes (the
+    picture inside any added uniform border in its eight orientations, :data:`TURNS`, then the
+    whole image in its eight: a border found in one copy and not in another, e.g. after a
+    brightness change, must not tell them apart), that picture's size in the file's pixels, and
+    the file's EXIF origin. ``reason``: why it has no hashes."""
 
     sha1: str | None
     dihedral: tuple[int, ...] | None = None
@@ -271,8 +273,8 @@ def content_box(image: Any) -> tuple[int, int, int, int]:
     """(left, top, right, bottom) of the picture inside added uniform borders (letterbox or
     pillarbox bars, a plain frame), in ``image``'s pixels. A border is a band of rows (columns)
     where :data:`BORDER_SHARE` of the pixels lie within :data:`BORDER_TOLERANCE` grey levels of
-    the edges' median colour, on both opposite sides (each at least 1% of the image), so a dark
-    sky along one edge is no border. The whole image where trimming leaves under a third."""
+    the edges' median colour, on both opposite sides (each at least 2% of the image, the
+    smaller at least half the larger), so a dark sky along one edge is no border. The whole image where trimming leaves under a third."""
     from PIL import Image
 
     w, h = image.size
@@ -294,14 +296,15 @@ def content_box(image: Any) -> tuple[int, int, int, int]:
 
 def _bands(border: np.ndarray) -> tuple[int, int]:
     """(start, stop) of what lies between the border bands at both ends of a row of flags;
-    (0, n) unless both ends have a band of at least 1% of n."""
+    (0, n) unless both ends have a band of at least 2% of n and the smaller band is at least
+    half the larger (bars are centred; a dark edge of the picture itself is not)."""
     n = len(border)
     inside = np.flatnonzero(~border)
     if not len(inside):
         return 0, n
     start, stop = int(inside[0]), int(inside[-1]) + 1
-    least = max(1, int(np.ceil(0.01 * n)))
-    return (start, stop) if start >= least and n - stop >= least else (0, n)
+    low, high = sorted((start, n - stop))
+    return (start, stop) if low >= max(1, 0.02 * n) and low >= high / 2 else (0, n)
 
 
 def perceptual_hashes(image: Any) -> tuple[int, ...]:
@@ -329,8 +332,9 @@ def fingerprint(path: str, data: bytes) -> Fingerprint:
     full_w, full_h = image.info.get("original_size", image.size)
     content = (round((box[2] - box[0]) * full_w / image.width),
                round((box[3] - box[1]) * full_h / image.height))
-    picture = image if box == (0, 0, *image.size) else image.crop(box)
-    return Fingerprint(sha1, perceptual_hashes(picture), content, origin)
+    whole = perceptual_hashes(image)
+    picture = whole if box == (0, 0, *image.size) else perceptual_hashes(image.crop(box))
+    return Fingerprint(sha1, picture + whole, content, origin)
 
 
 def hash_file(path: str) -> Fingerprint:
@@ -347,8 +351,8 @@ _CACHE_COLUMNS = "sha1, dihedral, content_width, content_height, date_original, 
 
 def _from_cache(row: tuple) -> Fingerprint | None:
     sha1, dihedral, cw, ch, date, camera, software, reason = row
-    if dihedral is None and reason is None:  # cached by an older xmodal: hash it again
-        return None
+    if (dihedral is None and reason is None) or (dihedral and dihedral.count(",") != 15):
+        return None  # cached by an older xmodal: hash it again
     return Fingerprint(sha1, tuple(int(x, 16) for x in dihedral.split(",")) if dihedral else
                        None, (cw, ch) if cw and ch else None, Origin(date, camera, software),
                        reason)
@@ -416,22 +420,23 @@ def photo_hashes(store: Store, file_ids: Iterable[int], progress: bool = False,
 
 
 def _dihedral_matrix(hashes: dict[int, Fingerprint], ids: np.ndarray) -> np.ndarray:
-    """(len(ids), 8) uint64 pHashes; all bits set where a photo has none."""
+    """(len(ids), 16) uint64 pHashes; all bits set where a photo has none."""
     missing = (1 << 64) - 1
     rows = [hashes[int(i)].dihedral if int(i) in hashes and hashes[int(i)].dihedral else
-            (missing,) * 8 for i in ids]
-    return np.array(rows, dtype=np.uint64).reshape(-1, 8)
+            (missing,) * 16 for i in ids]
+    return np.array(rows, dtype=np.uint64).reshape(-1, 16)
 
 
 def hash_distances(hashes: dict[int, Fingerprint], a: np.ndarray, b: np.ndarray,
                    turns: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
     """Hamming distance of the pHashes of file ids ``a[k]`` and ``b[k]``: the smallest between
-    ``a``'s picture and ``b``'s in any of its eight orientations, so a mirrored copy or one
-    turned by 90°, 180° or 270° (stored turned, without an EXIF orientation) matches; 65 where
-    either has no hash. With ``turns``, also which orientation of ``b`` matched (an index
-    into :data:`TURNS`)."""
+    ``a``'s picture and ``b``'s in any of its eight orientations (pictures inside added borders,
+    or whole images), so a mirrored copy, one turned by 90°, 180° or 270° (stored turned,
+    without an EXIF orientation) and a letterboxed one match; 65 where either has no hash.
+    With ``turns``, also which orientation of ``b`` matched (an index into :data:`TURNS`)."""
     da, db = _dihedral_matrix(hashes, a), _dihedral_matrix(hashes, b)
-    bits = np.bitwise_count(da[:, :1] ^ db).astype(np.int64)  # (n, 8)
+    bits = np.minimum(np.bitwise_count(da[:, :1] ^ db[:, :8]),
+                      np.bitwise_count(da[:, 8:9] ^ db[:, 8:])).astype(np.int64)  # (n, 8)
     best = bits.argmin(axis=1) if len(bits) else np.zeros(0, np.int64)
     d = bits[np.arange(len(bits)), best] if len(bits) else np.zeros(0, np.int64)
     known = np.array([hashes.get(int(i)) is not None and hashes[int(i)].dihedral is not None
@@ -587,7 +592,7 @@ KEEP_RULE: list[tuple[str, Any, Any]] = [
                    "no camera in its EXIF")),
     ("taken first", lambda m: m.date_original or "9999",
      lambda m, k: f"taken later ({m.date_original})"),
-    ("no added border", lambda m: m.bordered,
+    ("the least added border", lambda m: _border_step(m),
      lambda m, k: (f"letterboxed: a {m.content_width}x{m.content_height} picture in "
                    f"{m.width}x{m.height}")),
     ("the most pixels", _pixel_step,
@@ -600,6 +605,11 @@ KEEP_RULE: list[tuple[str, Any, Any]] = [
 ]
 
 
+def _border_step(m: Member) -> int:
+    """The share of the image that added uniform borders take, in steps of 5%."""
+    return int(round(20 * (1 - m.content_pixels / m.pixels))) if m.pixels else 0
+
+
 def _picture_size(m: Member) -> str:
     if m.content_width and m.content_height:
         return f"{m.content_width}x{m.content_height}"
@@ -609,9 +619,9 @@ def _picture_size(m: Member) -> str:
 def choose_keep(members: list[Member]) -> list[Member]:
     """The members sorted by :data:`KEEP_RULE`, the suggested keep first (marked ``keep``):
     the camera original (EXIF ``DateTimeOriginal`` and camera present, no editing software
-    named in ``Software``), then the earliest date taken, no added border (letterbox bars), the
-    most pixels inside such borders (counts within 4% are equal), the oldest date, the oldest
-    file, the largest file, the path."""
+    named in ``Software``), then the earliest date taken, the least added border (letterbox
+    bars; shares within 5% are equal), the most pixels inside such borders (counts within 4%
+    are equal), the oldest date, the oldest file, the largest file, the path."""
     ordered = sorted(members, key=lambda m: tuple(key(m) for _, key, _ in KEEP_RULE))
     for m in ordered:
         m.keep = m is ordered[0]
