@@ -151,3 +151,16 @@ def test_a_new_filter_is_one_spec_one_extractor_and_one_migration_step(tmp_path,
     finally:
         registry.unregister("filetype")
     assert "--filetype" not in _cli_options("search")
+
+
+def test_the_cli_builds_its_filter_options_without_loading_the_photo_index():
+    """The options come from xmodal.index.filters (standard library only): 'xmodal --help' must
+    not pay for the photo index (numpy, Pillow, SQLite, FAISS) to list them."""
+    import subprocess
+    import sys
+
+    code = ("import sys, xmodal.cli; "
+            "print(sorted(m for m in ('xmodal.index.photo_index', 'numpy', 'PIL') "
+            "if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "xmodal.index.photo_index" not in out.stdout, out.stdout
