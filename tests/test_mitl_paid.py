@@ -267,17 +267,22 @@ def _ls_export(c, tmp_path, *flags):
     return tasks, (out / "label-studio" / "config.xml").read_text()
 
 
-def _check_label_studio(config: str, tasks: list, exported: list | None = None) -> str:
-    """Validate with label-studio-sdk where it is installed (its LabelInterface), else check
-    the structure by hand: every task's data fills the config's variables, every prediction
-    and annotation result names a control of the config and one of its choices. Returns which
+def _check_label_studio(config: str, tasks: list, exported: list | None = None,
+                        sdk: bool | None = None) -> str:
+    """Validate with label-studio-sdk where it is installed (its LabelInterface; ``make
+    install`` installs it, see the Makefile), else check the structure by hand: every task's
+    data fills the config's variables, every prediction and annotation result names a control
+    of the config and one of its choices. ``sdk`` True / False: that check only. Returns which
     check ran."""
     import xml.etree.ElementTree as ET
 
-    try:
-        from label_studio_sdk.label_interface import LabelInterface
-    except ImportError:
-        LabelInterface = None
+    LabelInterface = None
+    if sdk is not False:
+        try:
+            from label_studio_sdk.label_interface import LabelInterface
+        except ImportError:
+            if sdk:
+                raise
     if LabelInterface is not None:
         li = LabelInterface(config)
         for t in tasks + (exported or []):
@@ -305,6 +310,35 @@ def _check_label_studio(config: str, tasks: list, exported: list | None = None) 
             if r["type"] == "choices":
                 assert set(r["value"]["choices"]) <= choices, r
     return "structure"
+
+
+@pytest.mark.parametrize("sdk", [True, False], ids=["label-studio-sdk", "structure"])
+def test_the_label_studio_checks_refuse_what_label_studio_would(tmp_path, sdk):
+    """Both checks the Label Studio tests rely on pass the export and refuse a task without its
+    sentence, an unknown answer, a result of an unknown control or object."""
+    import copy
+
+    if sdk:
+        pytest.importorskip("label_studio_sdk.label_interface",
+                            reason="label-studio-sdk: 'make install' installs it (--no-deps)")
+    c, _ = build_campaign(tmp_path)
+    tasks, config = _ls_export(c, tmp_path, "--predictions")
+    assert _check_label_studio(config, tasks, sdk=sdk) == ("label-studio-sdk" if sdk
+                                                           else "structure")
+    task = tasks[0]
+
+    def broken(change):
+        t = copy.deepcopy(task)
+        change(t)
+        return t
+
+    for bad in (broken(lambda t: t["data"].pop("text")),
+                broken(lambda t: t["predictions"][0]["result"][0]["value"].update(
+                    choices=["maybe"])),
+                broken(lambda t: t["predictions"][0]["result"][0].update(from_name="nope")),
+                broken(lambda t: t["predictions"][0]["result"][0].update(to_name="nope"))):
+        with pytest.raises(AssertionError):
+            _check_label_studio(config, [bad], sdk=sdk)
 
 
 def test_label_studio_export_has_no_predictions_or_ids_unless_asked(tmp_path):
