@@ -107,13 +107,14 @@ class OnnxTower:
         tmp.write_text(json.dumps(record, indent=1))
         tmp.replace(self.manifest(path))
 
-    def repair(self, path: Path, source: str | None, export):
-        """For a file ONNX Runtime cannot load: export it again (once)."""
+    def repair(self, path: Path, source, export):
+        """For a file ONNX Runtime cannot load: export it again (once). ``source``: a function
+        giving the weights' digest (called only then)."""
         def again(_: Path) -> None:
             self._fresh.discard(path)
             for f in self.files(path):
                 f.unlink(missing_ok=True)
-            self.ensure(path, source, export)
+            self.ensure(path, source(), export)
         return again
 
 
@@ -155,9 +156,11 @@ class OnnxImageTower(OnnxTower):
         return quantize
 
     def prepare(self, precision: str = "fp32") -> Path:
-        """The tower's ONNX file, exported now when missing or stale."""
-        return self.ensure(self.path(precision), self._source(precision),
-                           self._writer(precision))
+        """The tower's ONNX file, exported now when missing or stale (checked once a process)."""
+        path = self.path(precision)
+        if path in self._fresh:
+            return path
+        return self.ensure(path, self._source(precision), self._writer(precision))
 
     def is_prepared(self, precision: str = "fp32") -> bool:
         return self.ready(self.path(precision), None)
@@ -167,7 +170,8 @@ class OnnxImageTower(OnnxTower):
         """The named outputs of a (b, 3, s, s) float32 batch, in runs of :data:`TOWER_CHUNK`
         images; maps and prehead as float16."""
         path = self.prepare(precision)
-        sess = session(path, self.repair(path, self._source(precision), self._writer(precision)))
+        sess = session(path, self.repair(path, lambda: self._source(precision),
+                                         self._writer(precision)))
         images = np.ascontiguousarray(batch, dtype=np.float32)
         runs = [sess.run(list(outputs), {self.spec.inputs[0]: images[i:i + TOWER_CHUNK]})
                 for i in range(0, max(len(images), 1), TOWER_CHUNK)]
@@ -204,7 +208,11 @@ class OnnxTextTower(OnnxTower):
         return [self.tokenizer_path()] + ([data] if self.spec.external_data else [])
 
     def prepare(self) -> Path:
-        return self.ensure(self.path(), self.source_digest(), self._write)
+        """The tower's ONNX file, exported now when missing or stale (checked once a process)."""
+        path = self.path()
+        if path in self._fresh:
+            return path
+        return self.ensure(path, self.source_digest(), self._write)
 
     def is_prepared(self) -> bool:
         return self.ready(self.path(), None)
@@ -225,7 +233,7 @@ class OnnxTextTower(OnnxTower):
     def embed(self, texts: list[str]) -> np.ndarray:
         """(n, dim) float32 unit sentence embeddings."""
         path = self.prepare()
-        sess = text_session(path, self.repair(path, self.source_digest(), self._write))
+        sess = text_session(path, self.repair(path, self.source_digest, self._write))
         return np.asarray(sess.run(["embedding"], self.feeds(texts))[0], np.float32)
 
 
