@@ -166,7 +166,9 @@ def _plain_only(options: SearchOptions, extra: bool) -> None:
     """400 when a collection without ``find`` (an ANN folder) is asked for more than ranking."""
     if extra or options.sort != "relevance" or any(k != "under" for k in options.filters):
         raise ApiError(400, "this collection answers plain sentence searches only: filters, "
-                       "sorting, example images and terms to push away need a photo database")
+                       "sorting, example images and terms to push away need a photo database, "
+                       "or an 'xmodal ann build' folder with its catalog ('xmodal ann build "
+                       "SHARDS OUT --stage catalog' adds it)")
 
 
 def _image_reference(term: Any) -> bool:
