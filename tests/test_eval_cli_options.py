@@ -62,6 +62,12 @@ def test_xm3600_language_flag(tmp_path, flickr8k_root, monkeypatch):
     assert "Crossmodal-3600 (de)" in report["notes"]
     bad = CliRunner().invoke(app, ["eval", "-p", "coco5k", "--language", "de"])
     assert bad.exit_code != 0 and "--language is for" in str(bad.exception)
+    sweep = CliRunner().invoke(app, ["eval", "-p", "xm3600", "--data", str(xm), "-m", HASH,
+                                     "-m", "random", "--language", "de", "--out",
+                                     str(tmp_path / "runs"), "--json"])
+    assert sweep.exit_code == 0, sweep.output
+    cell = json.loads(next((tmp_path / "runs" / "cells").glob("xm3600__random*.json")).read_text())
+    assert cell["n_queries"]["t2i"] == 3 and "Crossmodal-3600 (de)" in cell["notes"]
 
 
 def test_device_cuda_without_a_gpu_is_refused(monkeypatch):

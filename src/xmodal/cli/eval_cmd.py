@@ -112,8 +112,8 @@ def eval_command(
     if export_run is not None and export_run[0] not in ("trec",):
         raise XmodalError(f"--export-run supports trec, not {export_run[0]!r}: --export-run trec "
                           "DIR")
-    if language is not None and protocols != ["xm3600"]:
-        raise XmodalError("--language is for a single -p xm3600 run")
+    if language is not None and "xm3600" not in protocols:
+        raise XmodalError("--language is for -p xm3600 (the caption language of Crossmodal-3600)")
 
     data_map: dict[str, Path] = {}
     for entry in data_args or []:
@@ -128,7 +128,8 @@ def eval_command(
         if scores is not None or positives is not None or export_run is not None:
             raise XmodalError("--scores, --positives and --export-run are for single runs, not "
                               "sweeps (--out)")
-        _sweep(models, protocols, out, data_map, captions, seed, as_json, strict)
+        _sweep(models, protocols, out, data_map, captions, seed, as_json, strict,
+               {"xm3600": {"language": language}} if language else None)
         return
     from xmodal.eval.benchmark_protocols import fold_scorer, fold_scores
     from xmodal.eval.protocols import get_protocol
@@ -141,7 +142,7 @@ def eval_command(
     data = data_map.get(protocol, data_map.get(""))
     if captions is not None and protocol != "folder":
         raise XmodalError("--captions is for the folder protocol (-p folder --data FOLDER)")
-    options = {"captions": captions} if protocol == "folder" else {}
+    options: dict = {"captions": captions} if protocol == "folder" else {}
     if language is not None:
         options["language"] = language
     proto = get_protocol(protocol, data, **options)
@@ -198,7 +199,7 @@ def eval_command(
 
 
 def _sweep(models: list[str], protocols: list[str], out: Path, data: dict, captions,
-           seed: int, as_json: bool, strict: bool = False) -> None:
+           seed: int, as_json: bool, strict: bool = False, options: dict | None = None) -> None:
     """Run (or resume) the grid with progress on stderr, then write and show the tables."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -221,7 +222,7 @@ def _sweep(models: list[str], protocols: list[str], out: Path, data: dict, capti
             bar.console.print(f"{protocol} · {model}: {mark}")
 
         result = run_sweep(models, protocols, out, data=data, captions=captions, seed=seed,
-                           progress=progress, strict=strict)
+                           progress=progress, strict=strict, options=options)
     rows = write_tables(out, models, protocols)
     summary = {"out": str(out), "computed": result["computed"], "resumed": result["resumed"],
                "errors": result["errors"], "rows": rows}

@@ -192,12 +192,12 @@ def embedding_scores(protocol, model: Any, cache: EmbeddingCache) -> dict[str, n
 
 # --------------------------------------------------------------------------------- sweep
 
-def _build_protocol(name: str, data: Any, captions: Any):
+def _build_protocol(name: str, data: Any, captions: Any, options: dict | None = None):
     from xmodal.eval.protocols import get_protocol
 
     if name == "folder":
         return get_protocol(name, data, captions=captions)
-    return get_protocol(name, data)
+    return get_protocol(name, data, **(options or {}).get(name, {}))
 
 
 def run_cell(protocol, protocol_name: str, model: str, out: Path, seed: int,
@@ -233,11 +233,13 @@ def run_sweep(
     seed: int = 0,
     progress: Any = None,
     strict: bool = False,
+    options: dict[str, dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Evaluate every model on every protocol into ``out`` (see the module docstring).
 
     ``data`` maps a protocol name to its ``--data`` (key ``""``: every other protocol).
-    ``strict``: a cell on a partial copy of its benchmark is an error instead of a labelled
+    ``options`` maps a protocol name to its builder's options (e.g. ``{"xm3600": {"language":
+    "de"}}``). ``strict``: a cell on a partial copy of its benchmark is an error instead of a labelled
     result. ``progress(event, protocol, model, detail)`` is called with ``"skip"``, ``"start"``,
     ``"done"`` and ``"error"``. Returns ``{"computed", "resumed", "errors"}`` (cell lists).
     """
@@ -275,7 +277,7 @@ def run_sweep(
         if not todo:
             continue
         try:
-            proto = _build_protocol(p, data.get(p, data.get("")), captions)
+            proto = _build_protocol(p, data.get(p, data.get("")), captions, options)
         except XmodalError as exc:
             for m in todo:
                 result["errors"].append({"protocol": p, "model": m, "error": str(exc)})
