@@ -6,6 +6,7 @@ embeddings, an IVF index and the catalog beside it); the answers must be the sam
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,31 @@ def test_the_server_filters_and_lists_an_ann_folder_as_a_database(both):
             pages[name].append(client.get("/api/similar", params={"id": first}).json())
     assert pages["ann"] == pages["db"]
     assert [Path(r["id"]).name for r in pages["db"][0]["results"]] == ["green.jpg", "yellow.jpg"]
+
+
+def test_the_catalog_reads_the_metadata_embed_stored_not_the_files(both, tmp_path):
+    """'xmodal embed' keeps each photo's metadata in its shards (it holds the bytes then): the
+    catalog stage needs no second pass over the files, which may be gone or remote by then."""
+    import shutil
+
+    from xmodal.scale.ann_build import build_index
+    from xmodal.scale.ann_search import open_search
+    from xmodal.scale.embed import run_embed
+
+    photos = tmp_path / "photos"
+    shutil.copytree(both["root"] / "photos", photos)
+    for p in photos.rglob("*.jpg"):  # the file times the photos without EXIF are dated by
+        src = both["root"] / "photos" / p.relative_to(photos)
+        os.utime(p, ns=(src.stat().st_atime_ns, src.stat().st_mtime_ns))
+    run_embed(photos, tmp_path / "emb", engine="local", model_spec=MODEL, dtype="float32")
+    stored = tmp_path / "photos-gone"
+    photos.rename(stored)  # the catalog stage cannot read a single file
+    build_index([tmp_path / "emb"], tmp_path / "ann", factory="Flat", queries=2)
+    ann = open_search(tmp_path / "ann", model=ColourModel())
+    answer = ann.find("", 6, filters=PhotoFilter(place="Lisbon")).to_dict()
+    db = both["index"].find("", 6, filters=PhotoFilter(place="Lisbon")).to_dict()
+    strip = lambda rows: [{k: v for k, v in r.items() if k != "path"} for r in rows]  # noqa: E731
+    assert strip(answer["results"]) == strip(db["results"]) and len(db["results"]) == 2
+    assert answer["places"] == db["places"]
+    assert ann.find("", 6, sort="oldest").to_dict()["results"][0]["taken_at"] == \
+        both["index"].find("", 6, sort="oldest").to_dict()["results"][0]["taken_at"]

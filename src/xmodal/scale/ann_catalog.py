@@ -3,10 +3,12 @@
 ``catalog.db`` is a photo-index database (:class:`~xmodal.index.store.Store`, same schema and
 migrations) without vectors: one ``files`` row per indexed vector, whose id is the vector's row
 id in the FAISS index (the shards' ok rows, in order), with its path and SHA-1 from the shards,
-and each photo's metadata (date taken, camera, GPS and place) read from the file. With it a
-search of the index folder runs :class:`~xmodal.index.searcher.Searcher`'s pipeline as a photo
-database does: the same filters (selected in SQLite, then ranked among), copies shown once,
-date orders, browsing, the calibrated cutoff and the same answer.
+and each photo's metadata (date taken, camera, GPS, sizes) as ``xmodal embed`` stored it in the
+shards' ``meta`` column, place names looked up here (shards written before that column existed:
+read from the files). With it a search of the index folder runs
+:class:`~xmodal.index.searcher.Searcher`'s pipeline as a photo database does: the same filters
+(selected in SQLite, then ranked among), copies shown once, date orders, browsing, the
+calibrated cutoff and the same answer.
 
 The ``catalog`` stage of ``xmodal ann build`` writes it (under a temporary name, renamed when
 complete); a folder built before the stage existed gets it from ``xmodal ann build --stage
@@ -15,6 +17,7 @@ catalog`` (``xmodal ann build SHARDS OUT --stage catalog``).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -31,13 +34,34 @@ def catalog_path(folder: str | os.PathLike) -> Path:
     return Path(folder).expanduser() / CATALOG
 
 
-def _shard_rows(shard: Path, model_id: str) -> tuple[list[str], list[str | None]]:
-    """Paths and SHA-1s of a shard's ok rows, in row order (the index's order)."""
-    t = sh.read_shard(shard, model_id, ["path", "sha1", "ok"])
+def _shard_rows(shard: Path, model_id: str) -> tuple[list[str], list, list]:
+    """Paths, SHA-1s and metadata JSON (None where the shard has none: written before it
+    kept metadata) of a shard's ok rows, in row order (the index's order)."""
+    import pyarrow.parquet as pq
+
+    has_meta = "meta" in pq.read_schema(shard).names
+    t = sh.read_shard(shard, model_id, ["path", "sha1", "ok", *(["meta"] if has_meta else [])])
     ok = t["ok"].to_numpy(zero_copy_only=False)
-    paths = [p for p, good in zip(t["path"].to_pylist(), ok) if good]
-    hashes = [h for h, good in zip(t["sha1"].to_pylist(), ok) if good]
-    return paths, hashes
+    keep = lambda column: [x for x, good in zip(column, ok) if good]  # noqa: E731
+    metas = keep(t["meta"].to_pylist()) if has_meta else [None] * int(ok.sum())
+    return keep(t["path"].to_pylist()), keep(t["sha1"].to_pylist()), metas
+
+
+def _from_json(text: str) -> tuple[Any, tuple]:
+    """:func:`_file_metadata`'s answer from the metadata ``xmodal embed`` stored in a shard
+    (place names looked up here: the embedding workers skip the gazetteer)."""
+    from dataclasses import fields
+
+    from xmodal.index.metadata import PhotoMeta, place_of
+
+    d = json.loads(text)
+    stat = (d.pop("bytes", 0), d.pop("mtime_ns", 0), d.pop("width", None), d.pop("height", None))
+    known = {f.name for f in fields(PhotoMeta)} - {"extra"}
+    meta = PhotoMeta(**{k: v for k, v in d.items() if k in known},
+                     extra={k: v for k, v in d.items() if k not in known})
+    if meta.lat is not None and meta.lon is not None and meta.country is None:
+        meta.city, meta.region, meta.country, meta.country_code = place_of(meta.lat, meta.lon)
+    return meta, stat
 
 
 def _file_metadata(path: str) -> tuple[Any, tuple]:
@@ -77,8 +101,9 @@ def build_catalog(folder: str | os.PathLike, threads: int = 4,
     offsets, done = meta["offsets"], 0
     with ThreadPoolExecutor(max_workers=threads) as pool:
         for s, shard in enumerate(meta["shards"]):
-            paths, hashes = _shard_rows(Path(shard), meta["model"])
-            read = list(pool.map(_file_metadata, paths))
+            paths, hashes, stored = _shard_rows(Path(shard), meta["model"])
+            read = list(pool.map(lambda ps: _from_json(ps[1]) if ps[1] else _file_metadata(ps[0]),
+                                 zip(paths, stored)))
             with store.transaction() as conn:
                 for n, (path, sha1, (info, stat)) in enumerate(zip(paths, hashes, read)):
                     conn.execute("INSERT OR IGNORE INTO files(id, path, size, mtime_ns, width, "

@@ -20,6 +20,7 @@ runs the same steps in this process.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 import sys
@@ -49,6 +50,7 @@ def decode_batch(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     sha1 = np.full(n, "", object)  # "" = none: Ray turns an all-None column into NaNs
     error = np.full(n, "", object)
     pixels = np.empty(n, object)
+    meta = np.full(n, "", object)  # the photo's metadata as JSON (see photo_meta_json)
     h = np.zeros(n, np.int32)
     w = np.zeros(n, np.int32)
     for i, path in enumerate(batch["path"]):
@@ -61,11 +63,29 @@ def decode_batch(batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         if image is None:
             error[i], pixels[i] = reason, b""
             continue
+        meta[i] = photo_meta_json(path, data, image.info.get("original_size", image.size))
         arr = np.asarray(image, dtype=np.uint8)
         h[i], w[i] = arr.shape[:2]
         pixels[i] = arr.tobytes()
     return {"path": batch["path"], "shard": batch["shard"], "pos": batch["pos"],
-            "sha1": sha1, "error": error, "pixels": pixels, "h": h, "w": w}
+            "sha1": sha1, "error": error, "pixels": pixels, "h": h, "w": w, "meta": meta}
+
+
+def photo_meta_json(path: str, data: bytes, size: tuple[int, int]) -> str:
+    """What a photo index records of a photo besides its vector, read while its bytes are at
+    hand: EXIF date, camera, GPS position (place names are looked up later, by the catalog
+    stage of 'xmodal ann build'), the file's time and size, and the picture's size upright."""
+    from xmodal.index.metadata import read_metadata
+
+    try:
+        st = os.stat(path) if not is_uri(path) else None
+    except OSError:
+        st = None
+    info = read_metadata(path, data, st.st_mtime_ns if st else None, geocode=False)
+    fields = {k: v for k, v in info.to_dict().items()
+              if k not in ("camera", "place", "extra") and v is not None}
+    return json.dumps({**fields, "width": int(size[0]), "height": int(size[1]),
+                       "bytes": len(data), "mtime_ns": st.st_mtime_ns if st else 0})
 
 
 def embed_images(model: EmbeddingModel, images: list[Any]) -> np.ndarray:
@@ -112,7 +132,8 @@ class Embedder:
                     else:
                         emb[i] = v
         return {"path": batch["path"], "shard": batch["shard"], "pos": batch["pos"],
-                "sha1": batch["sha1"], "error": error, "embedding": emb}
+                "sha1": batch["sha1"], "error": error, "embedding": emb,
+                "meta": batch.get("meta", np.full(n, "", object))}
 
 
 def text(x: Any) -> str:
@@ -140,7 +161,9 @@ class ShardWriter:
             err = text(batch["error"][k]) or None
             vec = None if err else batch["embedding"][k]
             # keyed by position: a row delivered twice (a retried task) is kept once
-            self.rows[s][pos] = (str(batch["path"][k]), text(batch["sha1"][k]) or None, err, vec)
+            meta = text(batch["meta"][k]) if "meta" in batch else ""
+            self.rows[s][pos] = (str(batch["path"][k]), text(batch["sha1"][k]) or None, err, vec,
+                                 meta or None)
             touched.add(s)
         for s in sorted(touched):
             if len(self.rows[s]) == self.sizes[s]:
@@ -150,7 +173,8 @@ class ShardWriter:
         got = self.rows[s]
         rows = [got[p] for p in range(self.sizes[s])]
         cols = {"path": [r[0] for r in rows], "sha1": [r[1] for r in rows],
-                "error": [r[2] for r in rows], "embedding": [r[3] for r in rows]}
+                "error": [r[2] for r in rows], "embedding": [r[3] for r in rows],
+                "meta": [r[4] for r in rows]}
         table = sh.shard_table(cols, self.m.model_id, self.m.dim, self.m.dtype)
         sh.write_shard(self.out, s, table)
         del self.rows[s]  # only once written: a failed write leaves the shard pending

@@ -1,11 +1,13 @@
-"""Embedding shards on disk: Parquet files of (path, sha1, model, ok, error, embedding), a manifest.
+"""Embedding shards on disk: Parquet files of (path, sha1, model, ok, error, embedding, meta),
+a manifest.
 
 One output folder of ``xmodal embed`` holds::
 
     manifest.json         format, model id and spec, dim, dtype, source, shard size, shard names
     inputs.parquet        the plan, fixed on the first run: (path, shard, pos) of every input
     shard-00000.parquet   one row per input of shard 0, in plan order; bad images have ok=false,
-    shard-00001.parquet   a reason in ``error`` and a null embedding
+    shard-00001.parquet   a reason in ``error`` and a null embedding; ``meta`` is each photo's
+                          metadata as JSON (EXIF date, camera, GPS, sizes), read while embedding
     ...
 
 A shard file is written under a temporary name and renamed, so it is either complete or absent:
@@ -85,12 +87,15 @@ def shard_table(rows: dict[str, Any], model_id: str, dim: int, dtype: str):
     for i, v in enumerate(rows["embedding"]):
         if v is not None:
             emb[i], valid[i] = v, True
-    return array_table(rows["path"], rows["sha1"], rows["error"], emb, valid, model_id)
+    return array_table(rows["path"], rows["sha1"], rows["error"], emb, valid, model_id,
+                       rows.get("meta"))
 
 
 def array_table(paths: list[str], sha1: list, error: list, emb: np.ndarray, valid: np.ndarray,
-                model_id: str):
-    """A shard table from an (n, dim) float16/float32 array; rows not ``valid`` are null."""
+                model_id: str, meta: list | None = None):
+    """A shard table from an (n, dim) float16/float32 array; rows not ``valid`` are null.
+    ``meta``: each photo's metadata as JSON (or None), read while embedding; the catalog of
+    'xmodal ann build' reads it instead of the files (shards written without it lack it)."""
     import pyarrow as pa
 
     n, dim = emb.shape
@@ -104,6 +109,7 @@ def array_table(paths: list[str], sha1: list, error: list, emb: np.ndarray, vali
         "ok": pa.array(valid),
         "error": pa.array(error, pa.string()),
         "embedding": col,
+        **({} if meta is None else {"meta": pa.array(meta, pa.string())}),
     })
     return table.replace_schema_metadata({"xmodal.model": model_id, "xmodal.dim": str(dim)})
 
