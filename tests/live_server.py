@@ -54,3 +54,20 @@ def chromium():
             yield browser
         finally:
             browser.close()
+
+
+def stop_group(proc, sig=None, timeout: float = 20) -> tuple[str, str]:
+    """Stop a ``start_new_session`` child and everything it started (``sig``, default SIGINT,
+    then SIGKILL after ``timeout`` s); returns what it wrote to its pipes."""
+    import os
+    import signal
+    import subprocess
+
+    if proc.poll() is None:
+        os.killpg(proc.pid, sig or signal.SIGINT)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+    out, err = proc.communicate(timeout=30)
+    return out or "", err or ""
