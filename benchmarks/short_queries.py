@@ -95,7 +95,7 @@ def run_model(spec: str, sq, args, cache: Path) -> dict:
     for name, phrased, cuts in (("phrased", True, {"shipped": cal}),
                                 ("raw", False, {"before": before, "shipped": cal})):
         P, Q = sqm.embed(sq, model, key, cache, phrased=phrased)
-        S = Q @ P.T
+        S = Q.astype(np.float64) @ P.T.astype(np.float64)  # float64: no BLAS-order ties
         res = {"ranking": sqm.mean_ap(sq, S), "cutoffs": {}}
         for cname, fn in cutoffs(cuts).items():
             c = cuts.get(cname)
