@@ -62,7 +62,7 @@ HASH_WEIGHT = 1.5  # how much each differing hash bit raises it (times 1/64)
 # benchmarks/near_duplicates.py 22 of 120 turned copies fell below cosine 0.58 with the default
 # model, 5 below 0.40) once its cosine reaches the floor that benchmark collects pairs from;
 # there, distinct photos differed in 12 or more bits (62,730 candidate pairs at cosine >= 0.40
-# on dev, 14 or more on the report half).
+# on dev; 10 or more on the report half).
 SAME_PICTURE_BITS = 4
 SAME_PICTURE_COSINE = 0.40
 MAX_NEIGHBOURS = 64  # candidates kept per photo (a guard against huge near-identical sets)
