@@ -19,11 +19,11 @@ Per model (default ``dual`` and ``fast``):
   ``--library`` - 1 others: how often the answer shows the photo, and how often it is in the
   top k at all.
 
-Queries are embedded two ways: ``phrased``, as search embeds them now (a short query becomes a
-sentence, :mod:`xmodal.index.phrasing`), and ``raw``, as typed (search before issue 40). The
-cutoffs measured: ``shipped`` (the model's calibration file now), ``none`` (top k, nothing
-hidden), and for raw queries with ``--against COMMIT`` the calibration files of that commit
-(``before``: today's default before issue 40 is raw + before).
+Queries are embedded two ways: ``raw``, as typed (as search embeds them: phrasing is off, see
+:mod:`xmodal.index.phrasing`), and ``phrased`` (a short query becomes a sentence: "a dog is in
+the picture."). The cutoffs measured: ``shipped`` (the model's calibration file now), ``none``
+(top k, nothing hidden), and for raw queries with ``--against COMMIT`` the calibration files of
+that commit (``before``: search before issue 40 is raw + before).
 
     python -m benchmarks.short_queries [--models dual fast] [--against COMMIT] [--split test]
 
@@ -90,8 +90,8 @@ def run_model(spec: str, sq, args, cache: Path) -> dict:
     whole = [np.arange(len(sq.photos))]
     slibs = sqm.sentence_libraries(sq, args.library)
     out = {"model_id": key}
-    # phrased: short queries as search now embeds them (xmodal.index.phrasing), with the
-    # shipped cutoff; raw: as typed, as search embedded them before, with the 'before' cutoff
+    # raw: as typed, as search embeds them (phrasing off), with the 'before' and shipped
+    # cutoffs; phrased: short queries as sentences (xmodal.index.phrasing), shipped cutoff
     for name, phrased, cuts in (("phrased", True, {"shipped": cal}),
                                 ("raw", False, {"before": before, "shipped": cal})):
         P, Q = sqm.embed(sq, model, key, cache, phrased=phrased)

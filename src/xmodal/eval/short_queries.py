@@ -375,15 +375,16 @@ def by_kind(sq: ShortQuerySet) -> dict[str, list[int]]:
 
 # ----- embeddings (as a photo index and a search make them) --------------------------------------
 def embed(sq: ShortQuerySet, model, key: str, cache: Path | None = None,
-          phrased: bool = True) -> tuple[np.ndarray, np.ndarray]:
+          phrased: bool | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(photo vectors, query vectors) of ``model`` (its id ``key``): photos decoded as the photo
     index decodes them and embedded in batches of 16 with the feature cache off, each query
-    embedded alone and phrased as a search phrases it (:func:`xmodal.index.phrasing.phrase`).
-    ``phrased=False``: as typed (how search embedded them before issue 40). Cached in ``cache``
-    when given."""
-    from xmodal.index.phrasing import phrase
+    embedded alone, as a search embeds it: phrased as a sentence
+    (:func:`xmodal.index.phrasing.phrase`) when ``phrased`` (default: as search does,
+    :data:`xmodal.index.phrasing.ENABLED`), else as typed. Cached in ``cache`` when given."""
+    from xmodal.index.phrasing import ENABLED, phrase
     from xmodal.index.scan import load_checked
 
+    phrased = ENABLED if phrased is None else phrased
     files = [None, None]
     if cache is not None:
         files = [Path(cache) / f"short-queries-{key}-{sq.digest}-photos.npy",

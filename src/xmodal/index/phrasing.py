@@ -10,14 +10,21 @@ dev benchmark (:mod:`xmodal.eval.short_queries`) among 11 tried ("a photo of a d
 a dog in the picture.", "a dog."...: mAP 0.25 to 0.40); it raised the default model's mAP there
 from 0.323 to 0.404 (``benchmarks/results/short_queries.json``).
 
-Search applies it to every text term (:meth:`xmodal.index.searcher.Searcher.term_vectors`);
-scores, the calibrated cutoff and the benchmarks all see the phrased query.
+**Off by default** (:data:`ENABLED`): out of domain it ranks worse. On the 13 scikit-image photos
+among 1,000 Flickr8K test photos (``benchmarks.cutoff_ood``), the default model ranked the right
+photo first for 9 queries instead of 11 ("a clock" and "a brick wall" fell to 4th; all 13 stay in
+the top 5), and ``fast`` for 8 instead of 9. Issue 40 asked for no loss on that check, so search
+embeds queries as typed. With ``ENABLED`` set, :func:`search_text` phrases every text term of a
+search (:meth:`xmodal.index.searcher.Searcher.term_vectors`, the ANN folder's ``query_vector``);
+the short-query benchmark and the calibration recipe follow it. The cutoff would then need to be
+chosen again (``xmodal reproduce calibration``).
 """
 
 from __future__ import annotations
 
 import re
 
+ENABLED = False  # see the module docstring: better on short queries, worse out of domain
 MAX_WORDS = 3
 TEMPLATE = "{} is in the picture."  # one template for all: chosen on dev (see the docstring)
 _DETERMINERS = {"a", "an", "the", "some", "two", "three", "four", "many", "several", "my",
@@ -43,3 +50,9 @@ def phrase(text: str) -> str:
     if _needs_article([w.lower() for w in words]):
         text = ("an " if text[0].lower() in "aeiou" else "a ") + text
     return TEMPLATE.format(text)
+
+
+def search_text(text: str) -> str:
+    """What search embeds for a text term: :func:`phrase` of it when :data:`ENABLED`, else the
+    text as typed (stripped)."""
+    return phrase(text) if ENABLED else text.strip()

@@ -23,7 +23,7 @@ import numpy as np
 from xmodal.errors import XmodalError
 from xmodal.index.filters import PhotoFilter
 from xmodal.index.metadata import place_name
-from xmodal.index.phrasing import phrase
+from xmodal.index import phrasing
 from xmodal.index.query import Term, combine, parse_query
 from xmodal.index.scan import load_checked
 from xmodal.index.store import Store
@@ -309,8 +309,8 @@ class Searcher:
         vectors: list[np.ndarray | None] = [None] * len(terms)
         texts = [i for i, t in enumerate(terms) if t.kind == "text"]
         if texts:
-            embedded = self.model.embed_texts([phrase(terms[i].value) for i in texts],
-                                              progress=False)  # short queries as sentences
+            embedded = self.model.embed_texts(
+                [phrasing.search_text(terms[i].value) for i in texts], progress=False)
             for i, v in zip(texts, np.asarray(embedded, np.float32)):
                 vectors[i] = v
         skip: set[int] = set()

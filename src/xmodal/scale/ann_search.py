@@ -196,9 +196,9 @@ def index_model(index: ShardIndex, model: EmbeddingModel | None = None) -> Embed
 def query_vector(model: EmbeddingModel, text: str) -> np.ndarray:
     if not isinstance(text, str) or not text.strip():
         raise XmodalError("the search query is empty: give a sentence such as 'a dog on a beach'")
-    from xmodal.index.phrasing import phrase
+    from xmodal.index.phrasing import search_text
 
-    return np.asarray(model.embed_texts([phrase(text)], progress=False), np.float32)
+    return np.asarray(model.embed_texts([search_text(text)], progress=False), np.float32)
 
 
 def search_text(folder: str | os.PathLike, text: str, k: int = 10, nprobe: int | None = None,
