@@ -53,7 +53,7 @@ def test_external_weights_give_the_same_embeddings(tmp_path):
                                _reference_minilm(inline, TEXTS[:2]), atol=1e-6)
 
 
-def test_the_text_tower_class_equals_the_hand_built_reference(models):
+def test_the_text_tower_class_equals_the_hand_built_reference(models, monkeypatch):
     """The spec-driven tower (its saved tokenizer, its inputs) gives the embeddings of the
     hand-built path to 1e-5, and writes graph, tokenizer and manifest into the models folder."""
     tower = towers.OnnxTextTower(text_tower_spec("minilm"))
@@ -63,6 +63,14 @@ def test_the_text_tower_class_equals_the_hand_built_reference(models):
     names = sorted(p.name for p in (models / "onnx").iterdir())
     assert names == ["minilm_l6_v2_v1.json", "minilm_l6_v2_v1.onnx",
                      "minilm_l6_v2_v1.tokenizer.json"]
+    # the manifest names the files beside the graph, so the folder can move
+    elsewhere = models.parent / "elsewhere"
+    models.rename(elsewhere)
+    monkeypatch.setenv("XMODAL_MODELS", str(elsewhere))
+    moved = towers.OnnxTextTower(text_tower_spec("minilm"))
+    assert moved.ready(moved.path(), None)
+    moved.tokenizer_path().unlink()
+    assert not moved.ready(moved.path(), None)
 
 
 def test_a_core_install_finds_prepared_files_or_names_the_command(models, monkeypatch):

@@ -75,7 +75,9 @@ class OnnxTower:
             record = json.loads(self.manifest(path).read_text())
         except (OSError, ValueError):
             return False
-        return (path.is_file() and all(Path(f).is_file() for f in record.get("needs", []))
+        # the files beside the graph, by name: a models folder can be moved or copied whole
+        return (path.is_file()
+                and all(path.with_name(Path(f).name).is_file() for f in record.get("needs", []))
                 and (source is None or record.get("source") == source))
 
     def ensure(self, path: Path, source: str | None, export) -> Path:
@@ -102,7 +104,7 @@ class OnnxTower:
         for f in self.files(path):
             f.unlink(missing_ok=True)
         needs = export(path)
-        record = {"tower": self.stem, "source": source, "needs": [str(f) for f in needs]}
+        record = {"tower": self.stem, "source": source, "needs": [f.name for f in needs]}
         tmp = self.manifest(path).with_name(f"{path.stem}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps(record, indent=1))
         tmp.replace(self.manifest(path))
