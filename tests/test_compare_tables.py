@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 import tests.benchmark_layouts as bl
 from xmodal.cli import app
 from xmodal.eval.significance import compare_runs, load_run
-from xmodal.eval.significance_render import (_tex_p, fmt_p, to_csv, to_html, to_latex,
+from xmodal.eval.significance_render import (tex_p, fmt_p, to_csv, to_html, to_latex,
                                               to_markdown)
 from xmodal.eval.stats import adjust_pvalues
 from xmodal.eval.sweep import run_sweep
@@ -55,7 +55,7 @@ def test_latex_has_cis_p_values_and_marks_and_compiles(result, tmp_path):
     row = next(ln for ln in tex.splitlines() if ln.startswith("wikipedia-ksm & i2t & MAP"))
     assert row.count("&") == 5 and ci.replace("-", "$-$") in row
     assert f"& {fmt_p(ksm['p_value'])} & {fmt_p(ksm['p_corrected'])}" + "$^{*}$" in row
-    assert _tex_p("2.0e-04") == r"$2.0\times10^{-4}$"
+    assert tex_p("2.0e-04") == r"$2.0\times10^{-4}$"
     assert tex.count(r"\begin{tabular}") == tex.count(r"\end{tabular}") == 2
     assert tex.count("{") == tex.count("}")
     if shutil.which("pdflatex") is None:

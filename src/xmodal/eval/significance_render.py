@@ -278,8 +278,8 @@ def to_latex(result: dict, digits: int = 1, short: bool = False) -> str:
         mk = pc[-1] if pc and pc[-1] in (BETTER, WORSE) else ""
         pc = pc[:-1] if mk else pc
         ci = ci.replace("-", "$-$")
-        lines.append(" & ".join(_tex(h) for h in head) + f" & {ci} & {_tex_p(p)} & "
-                     f"{_tex_p(pc)}{sup(mk)}" + r" \\")
+        lines.append(" & ".join(_tex(h) for h in head) + f" & {ci} & {tex_p(p)} & "
+                     f"{tex_p(pc)}{sup(mk)}" + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}", "", r"\medskip", ""]
     foot = [legend(result)]
     if short:
@@ -290,7 +290,7 @@ def to_latex(result: dict, digits: int = 1, short: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _tex_p(p: str) -> str:
+def tex_p(p: str) -> str:
     """``2.0e-04`` as ``$2.0\\times10^{-4}$``."""
     if "e" not in p:
         return p
