@@ -98,8 +98,9 @@ class OnnxTower:
         if missing_export_modules(text=self.kind == "text") or source is None:
             raise XmodalError(
                 f"the {self.title} {self.kind} tower is not prepared ({path} is missing); run "
-                f"`{prepare_command()}` once, in an install with the export extra "
-                f"({EXPORT_EXTRA}; the weights: {self.install})")
+                f"`{prepare_command()}` once (`{prepare_command('M')}` for another model M, "
+                f"e.g. fast), in an install with the export extra ({EXPORT_EXTRA}; the "
+                f"weights: {self.install})")
         path.parent.mkdir(parents=True, exist_ok=True)
         for f in self.files(path):
             f.unlink(missing_ok=True)
