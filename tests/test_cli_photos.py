@@ -325,3 +325,14 @@ def test_real_default_model_end_to_end(tmp_path):
     # the calibrated cutoff hides the other photos (scores 0.23 and below), and says so
     assert all(o["calibrated"] and len(o["results"]) + o["hidden"] == 3 for o in out)
     assert all(r["relevance"] >= o["min_relevance"] for o in out for r in o["results"])
+
+
+def test_a_shown_match_never_reads_like_the_cutoff_that_hid_others():
+    """The short-query cutoff sits below 1%: it read 'hidden below 1% match' beside results
+    that read '1%' too."""
+    from xmodal.cli.photos_cmd import match_percent
+
+    assert match_percent(0.0057) == "0.6%" and match_percent(0.0094) == "0.9%"
+    assert match_percent(0.012) == "1%" and match_percent(0.876) == "88%"
+    js = (Path(__file__).resolve().parents[1] / "src/xmodal/server/static/search.js").read_text()
+    assert "p < 0.01 ? `${(p * 100).toFixed(1)}%`" in js  # the page says it the same way

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from xmodal.cli._app import app, console
+from xmodal.cli.photos_cmd import match_percent
 from xmodal.errors import XmodalError
 
 # scikit-image sample files that are real photographs (not drawings or synthetic test patterns),
@@ -148,7 +149,7 @@ def _table(answer, shown) -> Table:
     for n, r in enumerate(answer.results, start=1):
         cells = [str(n), f"{r.score:.3f}"]
         if matched:
-            cells.append(f"{100 * r.relevance:.0f}%" if r.relevance is not None else "")
+            cells.append(match_percent(r.relevance) if r.relevance is not None else "")
         table.add_row(*cells, shown(r.path))
     return table
 

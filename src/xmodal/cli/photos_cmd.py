@@ -41,6 +41,12 @@ def _open(db: Path | None, model: str | None, create: bool = False, ann: Path | 
     return open_photo_index(db, model, create=create)
 
 
+def match_percent(p: float) -> str:
+    """A calibrated probability as a percentage; below 1% with one decimal, so that a result
+    shown never reads the same as a cutoff that hid others ('0.6%', not '1%')."""
+    return f"{100 * p:.1f}%" if p < 0.01 else f"{100 * p:.0f}%"
+
+
 def _results_table(title: str, results) -> None:
     table = Table(title=title)
     table.add_column("#", justify="right")
@@ -58,7 +64,7 @@ def _results_table(title: str, results) -> None:
     for n, r in enumerate(results, start=1):
         row = [str(n), f"{r.score:.3f}"]
         if matched:
-            row.append("" if r.relevance is None else f"{100 * r.relevance:.0f}%")
+            row.append("" if r.relevance is None else match_percent(r.relevance))
         if dated:
             stamp = (r.taken_at or "").replace("T", " ")[:16]
             row.append(stamp + (" (file)" if r.date_source == "mtime" else ""))
@@ -80,7 +86,7 @@ def _print_answer(title: str, answer, as_json: bool, query: str) -> None:
         _results_table(title, answer.results)
     if answer.no_good_match:
         best = answer.closest
-        how = (f"{100 * best.relevance:.0f}% likely to match" if best.relevance is not None
+        how = (f"{match_percent(best.relevance)} likely to match" if best.relevance is not None
                else f"score {best.score:.3f}")
         output.print(f"[yellow]No photo matches {query!r} well.[/] The closest is {best.path} "
                      f"({how}); show the closest ones with --min-score 0.")
@@ -123,7 +129,7 @@ def _print_listing(answer) -> None:
 
 def _cutoff_text(answer) -> str:
     if answer.calibrated:
-        return f"{100 * answer.min_relevance:.0f}% match"
+        return f"{match_percent(answer.min_relevance)} match"
     return f"score {answer.min_relevance:.3f}"
 
 
