@@ -146,6 +146,7 @@ ARROWS_UP = {
     ("xmodal.reproduce.dual", "xmodal.factory"): "loads the shipped models by name",
     ("xmodal.recipes.calibration", "xmodal.reproduce.output"): "writes its result JSON",
     ("xmodal.eval.short_queries", "xmodal.index.scan"): "walks a folder of photos",
+    ("xmodal.eval.short_queries", "xmodal.index.phrasing"): "puts a query as search does",
 }
 
 
