@@ -88,7 +88,8 @@ CASES: dict[str, Case] = {
     "forget": Case(lambda ws: ["forget", ws.photos + "/sub", "--db", ws.fresh("photos.db")],
                    expect="removed"),
     "prune": Case(lambda ws: ["prune", "--db", ws.photos_db], expect="removed"),
-    "tag": Case(lambda ws: ["tag", ws.photos + "/red.png"], expect="keywords"),
+    "tag": Case(lambda ws: ["tag", ws.photos + "/red.png"], expect="keywords",
+                json_expect="red.png"),
     "gist": Case(lambda ws: ["gist", ws.photos + "/red.png", "--caption", "a dog runs on grass"],
                  expect="dog"),
     "serve": Case(skip="a server, no output mode: tests/test_doc_examples.py starts it on each "
