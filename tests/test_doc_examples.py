@@ -508,7 +508,7 @@ def _skeleton(text: str) -> tuple[list[str], list[float]]:
     """Lines with scores, times, temporary paths and wrapping taken out; the scores apart."""
     text = re.sub(r"/(?:[^\s/]+/)+", "", text)  # where the photos were copied / live
     text = re.sub(r"in \d+\.\d s", "in N s", text)
-    text = re.sub(r"\d+%", "N%", text)  # calibrated match: varies with the scores
+    text = re.sub(r"\d+(\.\d+)?%", "N%", text)  # calibrated match: varies with the scores
     scores = [float(s) for s in _SCORE.findall(text)]
     text = _SCORE.sub("S", text)
     text = re.sub(r"\s+", " ", text)
