@@ -268,7 +268,8 @@ def index_run(row: Row, folder: Path, db: Path, cache: Path, export: Path) -> di
     """One timed ``xmodal index`` process on an empty feature cache with the exports copied."""
     from benchmarks.cold_search import timed
 
-    shutil.copytree(export, cache / "onnx")
+    if export.is_dir():  # before xmodal prepare, exports lived in the feature cache
+        shutil.copytree(export, cache / "onnx")
     with environment({"XMODAL_CACHE": str(cache)}):
         run = timed(["index", str(folder), "--db", str(db), "--model", row.spec, "-q"])
     n = sum(1 for _ in folder.iterdir())
@@ -318,7 +319,8 @@ def measure(row: Row, sets: dict[str, Path], work: Path, searches: int, query_te
             values[key] = run["images_per_s"]
         values["peak_mb"] = details["flickr224"]["peak_mb"]
         query_cache = work / f"query-cache-{tag}"
-        shutil.copytree(export, query_cache / "onnx")  # the exports, not the text cache
+        if export.is_dir():
+            shutil.copytree(export, query_cache / "onnx")  # the exports, not the text cache
         with environment({"XMODAL_CACHE": str(query_cache)}):
             details["query"] = query_ms(model, query_texts)
         values["query_ms"] = details["query"]["median_ms"]
