@@ -34,7 +34,8 @@ install: $(BIN)/python
 	# the default model's towers as ONNX files in the cache (once; later runs find them)
 	$(BIN)/xmodal prepare
 
-# Debian packages the tests need: WordNet 3.0 and Chromium for browser tests.
+# Debian packages the tests need: WordNet 3.0, Chromium for browser tests, pdflatex for the
+# LaTeX tables of xmodal compare.
 system-deps:
 	bash scripts/install_system_deps.sh
 
