@@ -96,15 +96,14 @@ VARIANTS = {
 
 def _kind(t: str) -> str:
     """The query's form, by the same word rules as :func:`xmodal.index.phrasing.phrase`."""
-    from xmodal.index.phrasing import _PLURAL_NOUNS
+    from xmodal.index.phrasing import is_plural
 
     words = t.lower().split()
     if words[0] in ("a", "an", "the"):
         return "article"
     if words[-1].endswith("ing"):
         return "activity"
-    last = words[-1]
-    if last in _PLURAL_NOUNS or (last.endswith("s") and not last.endswith(("ss", "us"))):
+    if is_plural(words[-1]):
         return "plural"
     return "other"
 

@@ -40,12 +40,16 @@ _DETERMINERS = {"a", "an", "the", "some", "two", "three", "four", "many", "sever
 _PLURAL_NOUNS = {"people", "men", "women", "children", "police", "cattle"}
 
 
+def is_plural(word: str) -> bool:
+    """Whether a query's last word reads as a plural noun ("dogs", "people"; not "grass")."""
+    return word in _PLURAL_NOUNS or (word.endswith("s") and not word.endswith(("ss", "us")))
+
+
 def _needs_article(words: list[str]) -> bool:
     """A singular noun phrase without a determiner ("dog", "black dog"), not a plural
     ("dogs", "people") nor an activity ("running")."""
     last = words[-1]
-    plural = last in _PLURAL_NOUNS or (last.endswith("s") and not last.endswith(("ss", "us")))
-    return not (words[0] in _DETERMINERS or plural or last.endswith("ing"))
+    return not (words[0] in _DETERMINERS or is_plural(last) or last.endswith("ing"))
 
 
 def phrase(text: str) -> str:
