@@ -101,7 +101,7 @@ CASES: dict[str, Case] = {
                   expect="shards", json_expect="shard"),
     "duplicates": Case(lambda ws: ["duplicates", "--db", ws.photos_db], expect="red"),
     "compare": Case(lambda ws: ["compare", ws.fakerun_json, ws.randomrun_json, "--resamples",
-                                "200"], expect="randomrun", output="--out"),
+                                "200"], expect="randomrun"),
     "train dual": Case(skip="trains on Flickr8K and Conceptual Captions features (minutes); "
                             "tests/test_dual_cli.py runs its command on a tiny grid"),
     "train tagger": Case(skip="spaCy lemmas and image features of every photo (~40 s a run); "

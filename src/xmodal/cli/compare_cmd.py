@@ -40,7 +40,8 @@ def compare_command(
     fmt: str | None = typer.Option(None, "--format", help="markdown, latex, html, csv or json on "
                                    "stdout (default: a table on the terminal)."),
     as_json: bool = typer.Option(False, "--json", help="Same as --format json."),
-    out: Path | None = typer.Option(None, "--out", help="Also write the result to FILE (format "
+    out: Path | None = typer.Option(None, "--out", "--output", "-o",
+                                    help="Also write the result to FILE (format "
                                     "from --format, else from the suffix .md, .tex, .html, .csv "
                                     "or .json)."),
     intersect: bool = typer.Option(False, "--intersect", help="Compare the queries every run "
