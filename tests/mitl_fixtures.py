@@ -111,3 +111,11 @@ def judged_campaign(root: Path, before_hits: Path | None = None) -> Path:
             while (a := c.next_assignment(worker)) is not None:
                 c.submit(a, worker, gold_answers(c, c.assignment(a, worker)))
     return db
+
+
+def judging_app(root: Path, campaign: Path):
+    """The judging server's app over ``campaign`` (no photo index), files under ``root``."""
+    from xmodal.server import create_app
+
+    return create_app(root / "none.db", reports_dir=root, thumbnail_dir=root / "t",
+                      campaign=campaign)

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 from fastapi.testclient import TestClient
-from mitl_fixtures import build_campaign
+from mitl_fixtures import build_campaign, judging_app
 from typer.testing import CliRunner
 
 from xmodal.cli import app
@@ -79,11 +79,8 @@ def test_a_non_campaign_file_is_still_refused(tmp_path):
 
 @pytest.fixture()
 def judging(tmp_path):
-    from xmodal.server import create_app
-
     c, _ = build_campaign(tmp_path)
-    app = create_app(tmp_path / "none.db", reports_dir=tmp_path, thumbnail_dir=tmp_path / "t",
-                     campaign=c.path)
+    app = judging_app(tmp_path, c.path)
     with TestClient(app) as client:
         yield client, c
 

@@ -12,7 +12,8 @@ import threading
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
-from mitl_fixtures import build_campaign, folder_protocol, gold_answers, score_files
+from mitl_fixtures import (build_campaign, folder_protocol, gold_answers, judging_app,
+                           score_files)
 from typer.testing import CliRunner
 
 from xmodal.cli import app as cli_app
@@ -106,11 +107,8 @@ def test_hits_hold_candidates_once_plus_one_gold_of_each_kind(tmp_path):
 # -- judging through the HTTP API ------------------------------------------------------------
 @pytest.fixture()
 def served(tmp_path):
-    from xmodal.server import create_app
-
     c, protocol = build_campaign(tmp_path)
-    app = create_app(tmp_path / "none.db", reports_dir=tmp_path, thumbnail_dir=tmp_path / "t",
-                     campaign=c.path)
+    app = judging_app(tmp_path, c.path)
     with TestClient(app) as client:
         yield client, c, protocol, tmp_path
 

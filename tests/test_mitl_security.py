@@ -14,18 +14,15 @@ import time
 
 import pytest
 from fastapi.testclient import TestClient
-from mitl_fixtures import build_campaign, gold_answers
+from mitl_fixtures import build_campaign, gold_answers, judging_app
 
 EVIL = "http://evil.example"
 
 
 @pytest.fixture()
 def served(tmp_path):
-    from xmodal.server import create_app
-
     c, protocol = build_campaign(tmp_path)
-    app = create_app(tmp_path / "none.db", reports_dir=tmp_path, thumbnail_dir=tmp_path / "t",
-                     campaign=c.path)
+    app = judging_app(tmp_path, c.path)
     with TestClient(app) as client:
         yield client, c, app
 
