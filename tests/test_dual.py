@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 
 import numpy as np
@@ -389,3 +390,46 @@ def test_training_runs_on_the_configured_device(monkeypatch):
         r = CliRunner().invoke(app, ["train", "dual", "--out", "/tmp/none", "--device", "cuda"])
         assert r.exit_code != 0 and "torch sees no CUDA GPU" in str(r.exception)
     torch_runtime.configure()
+
+
+def test_short_query_heads_route_short_queries_only_and_round_trip(trained, tmp_path,
+                                                                     monkeypatch):
+    """Stage 3 (xmodal.recipes.dual_phrases): queries of up to three words without sentence
+    punctuation go through the short-query heads; sentences and photos stay as they were."""
+    from xmodal.features import text_encoder
+    from xmodal.models.dual import is_short_query
+    from xmodal.models.head_inference import NumpyHeads
+
+    td, model, _ = trained
+    assert [is_short_query(t) for t in ("dog", "a black dog", "black dog running fast",
+                                        "a dog.", "", "dogs, cats")] == [
+        True, True, False, False, False, False]
+    rng = np.random.default_rng(3)
+    state = {k: v + 0.5 * rng.normal(size=v.shape).astype(np.float32)
+             if k.startswith(("text.linear.", "text.fc2.")) else v
+             for k, v in model.heads_.state_arrays().items() if k.startswith("text.")}
+    tuned = copy.copy(model)
+    tuned.short_heads_ = NumpyHeads(model.heads_.config(), state)
+    tuned.short_mix_ = 0.5
+    texts = ["dog", "a black dog running on the grass", "a black dog"]
+    feats = td.text[:3]
+    monkeypatch.setattr(text_encoder, "encode_texts", lambda t, **kw: feats[:len(t)])
+    got = tuned.embed_texts(texts)
+    sentence = model.embed_text_features(feats)
+    np.testing.assert_allclose(got[1], sentence[1], atol=1e-6)  # a sentence: unchanged
+    assert (got[[0, 2]] * sentence[[0, 2]]).sum(1).max() < 0.999  # short queries: moved
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
+    tuned.save(tmp_path / "s", weights="int8")
+    with np.load(tmp_path / "s" / "arrays.npz") as z:  # what equals the text heads: once
+        assert "short.text.linear.weight.q8" in z.files and "short.text.fc2.bias" in z.files
+        assert not [k for k in z.files if k.startswith(("short.text.fc1", "short.text.mean"))]
+    loaded = DualEncoder.load(tmp_path / "s")
+    assert loaded.short_mix_ == 0.5
+    np.testing.assert_allclose(loaded.embed_texts(texts), got, atol=0.02)  # int8 weights
+    np.testing.assert_array_equal(loaded.embed_image_features(td.pooled, td.logits),
+                                  DualEncoder.load(tmp_path / "s").embed_image_features(
+                                      td.pooled, td.logits))
+    model.save(tmp_path / "plain", weights="int8")
+    np.testing.assert_array_equal(  # the image side saved exactly as the plain model's
+        loaded.embed_image_features(td.pooled, td.logits),
+        DualEncoder.load(tmp_path / "plain").embed_image_features(td.pooled, td.logits))

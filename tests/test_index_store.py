@@ -179,6 +179,26 @@ def test_index_search_and_skips(photos, tmp_path):
     assert index.stats()["indexed"] == 3
 
 
+class _TunedTextColourModel(ColourModel):
+    """ColourModel with another text side: the same photo vectors under a new id."""
+
+    model_id = "test-colour-v2"
+    image_space_id = ColourModel.model_id
+
+
+def test_a_text_side_tuning_takes_over_the_vectors_without_re_embedding(photos, tmp_path):
+    db = tmp_path / "db.sqlite"
+    PhotoIndex(db, model=ColourModel()).update(photos, progress=False)
+    tuned = PhotoIndex(db, model=_TunedTextColourModel())
+    assert Path(tuned.search("red", k=1)[0].path).name == "red.jpg"  # no "indexed with" error
+    assert tuned.store.get_meta("model") == "test-colour-v2"
+    again = PhotoIndex(db, model=_TunedTextColourModel()).update(photos, progress=False)
+    assert (again.added, again.updated, again.unchanged) == (0, 0, 3)  # nothing re-embedded
+    # a model of another image side is still refused
+    with pytest.raises(XmodalError, match="was indexed with model test-colour-v2"):
+        PhotoIndex(db, model=ColourModel()).search("red", k=1)
+
+
 def test_incremental_update_change_and_delete(photos, tmp_path):
     db = tmp_path / "db.sqlite"
     index = PhotoIndex(db, model=ColourModel())

@@ -161,3 +161,22 @@ def test_the_catalog_reads_the_metadata_embed_stored_not_the_files(both, tmp_pat
     assert answer["places"] == db["places"]
     assert ann.find("", 6, sort="oldest").to_dict()["results"][0]["taken_at"] == \
         both["index"].find("", 6, sort="oldest").to_dict()["results"][0]["taken_at"]
+
+
+class _TunedTextColourModel(ColourModel):
+    model_id = "test-colour-v2"
+    image_space_id = ColourModel.model_id  # the same photo vectors, another text side
+
+
+class _OtherColourModel(ColourModel):
+    model_id = "test-colour-other"
+
+
+def test_an_ann_folder_serves_a_model_that_shares_its_photo_vectors(both):
+    from xmodal.scale.ann_search import open_search
+
+    tuned = open_search(both["root"] / "ann", model=_TunedTextColourModel())
+    answer = tuned.find("red", min_relevance=0.0)
+    assert Path(answer.results[0].path).name == "red.jpg"
+    with pytest.raises(XmodalError, match="was built with model test-colour-v1"):
+        open_search(both["root"] / "ann", model=_OtherColourModel()).find("red")

@@ -140,8 +140,18 @@ class PhotoIndex:
             return int(self._model.dim)
         return int(self.store.get_meta("dim", "0") or 0)
 
+    def _adopt_vectors(self) -> None:
+        """A model whose image side is another model's (a tuning of its text side only names
+        that model's id as ``image_space_id``) takes over the vectors it stored: relabelled in
+        place, nothing re-embedded."""
+        same = getattr(self._model, "image_space_id", None) if self._model is not None else None
+        if same and same != self.model_id and self.store.get_meta("model") == same:
+            with self.store.transaction() as conn:
+                self.store.relabel_vectors(conn, same, self.model_id)
+
     def _check_model(self) -> None:
         """Queries must be embedded by the model that embedded the collection."""
+        self._adopt_vectors()
         indexed = self.store.get_meta("model")
         if indexed and indexed != self.model_id:
             roots = json.loads(self.store.get_meta("roots", "[]") or "[]")
@@ -181,6 +191,7 @@ class PhotoIndex:
                     if known else "")
             raise XmodalError(f"not a folder: {root}{hint}")
         with writer_lock(self.db_path):
+            self._adopt_vectors()
             return Ingest(self, root, captions, progress, on_batch).run()
 
     # ----- housekeeping -----------------------------------------------------------------------

@@ -280,6 +280,12 @@ class Store:
             [(file_id, t) for t in texts],
         )
 
+    def relabel_vectors(self, conn, old: str, new: str) -> None:
+        """Vectors of model ``old`` become model ``new``'s (the same image side), kept ones too."""
+        for table in ("vectors", "retired_vectors"):
+            conn.execute(f"UPDATE {table} SET model = ? WHERE model = ?", (new, old))
+        self.set_meta(conn, "model", new)
+
     # ----- reading ------------------------------------------------------------------------
     def vectors(self, model: str, dim: int) -> tuple[np.ndarray, np.ndarray]:
         """(file ids, vectors) of every indexed image for ``model``."""

@@ -31,6 +31,7 @@ the embeddings themselves, and so every text -> image search, are unchanged.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,17 @@ DEFAULT_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "dual"
 FAST_MODEL_DIR = Path(__file__).resolve().parents[1] / "assets" / "fast"
 MODEL_TYPE = "dual-encoder"
 CLASS_PROMPT = "a photo of a {}."
+
+
+SHORT_MAX_WORDS = 3
+
+
+def is_short_query(text: str) -> bool:
+    """A query as people type it into a search box: 1 to :data:`SHORT_MAX_WORDS` words and no
+    sentence punctuation ("dog", "a person", "black dog"); such texts go through the
+    short-query heads of a model that has them."""
+    words = text.split()
+    return 1 <= len(words) <= SHORT_MAX_WORDS and not re.search(r"[.!?,;:]", text)
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:
@@ -119,6 +131,10 @@ class DualEncoder:
         self._querybank_norm = None
         self.weights_ = "float16"  # how save() stores weight matrices: "float16" or "int8"
         self.meta_: dict[str, Any] = {}
+        # text heads for short queries (stage 3, xmodal.recipes.dual_phrases), if any, and how
+        # much of the sentence heads' vector is mixed into theirs
+        self.short_heads_ = None
+        self.short_mix_ = 0.0
 
     # ----- shape -----------------------------------------------------------------------------
     @property
@@ -143,6 +159,12 @@ class DualEncoder:
         if self.bridge_weight > 0:
             d += self.heads_.cfg["text_dim"]
         return d
+
+    @property
+    def image_space_id(self) -> str | None:
+        """The id of the model whose photo vectors this one shares (its image side unchanged,
+        only the text side tuned: :mod:`xmodal.recipes.dual_phrases`), or None."""
+        return (self.meta_.get("stage3") or {}).get("image_space")
 
     def _weights(self) -> tuple[float, float]:
         if not self.has_heads:
@@ -188,15 +210,21 @@ class DualEncoder:
             parts.append(np.sqrt(b) * self.bridge_image(logits))
         return l2_normalize(np.concatenate(parts, axis=1))
 
-    def embed_text_features(self, text_emb: np.ndarray) -> np.ndarray:
-        """Embeddings from sentence embeddings (see ``xmodal.features.text_encoder``)."""
+    def embed_text_features(self, text_emb: np.ndarray, short: bool = False) -> np.ndarray:
+        """Embeddings from sentence embeddings (see ``xmodal.features.text_encoder``); with
+        ``short``, through the short-query heads when the model has them."""
         a, b = self._weights()
         parts = []
         if self.has_heads:
             parts.append(np.sqrt(a) * self.heads_.embed_texts(text_emb))
         if b > 0:
             parts.append(np.sqrt(b) * l2_normalize(text_emb))
-        return l2_normalize(np.concatenate(parts, axis=1))
+        sentence = l2_normalize(np.concatenate(parts, axis=1))
+        if not short or self.short_heads_ is None:
+            return sentence
+        parts[0] = np.sqrt(a) * self.short_heads_.embed_texts(text_emb)
+        return l2_normalize(l2_normalize(np.concatenate(parts, axis=1))
+                            + self.short_mix_ * sentence)
 
     # ----- from raw inputs -------------------------------------------------------------------
     def embed_images(
@@ -239,8 +267,12 @@ class DualEncoder:
             return np.zeros((0, self.dim), np.float32)
         if any(not isinstance(t, str) for t in texts):
             raise XmodalError("embed_texts expects a list of strings")
-        return self.embed_text_features(
-            encode_texts(texts, progress=progress, encoder=self.text_encoder))
+        feats = encode_texts(texts, progress=progress, encoder=self.text_encoder)
+        out = self.embed_text_features(feats)
+        short = np.array([is_short_query(t) for t in texts])
+        if self.short_heads_ is not None and short.any():
+            out[short] = self.embed_text_features(feats[short], short=True)
+        return out
 
     def score(self, images: list[Any], texts: list[str], *, progress: bool = True) -> np.ndarray:
         """S[n_images, n_texts] cosine similarities, minus each caption's querybank offset when
@@ -312,6 +344,12 @@ class DualEncoder:
             arrays.update({f"top.{k}": v for k, v in self.image_top_.items()})
             state["image_top"] = True
             version = self.TOP_SAVE_VERSION
+        if self.short_heads_ is not None:  # only the arrays that differ from the text heads'
+            sentence = self.heads_.state_arrays()
+            arrays.update({f"short.{k}": v for k, v in self.short_heads_.state_arrays().items()
+                           if not np.array_equal(v, sentence.get(k))})
+            state["short_text"] = {"max_words": SHORT_MAX_WORDS, "mix": self.short_mix_}
+            version = self.COMPACT_SAVE_VERSION
         arrays = _int8_matrices(arrays) if weights == "int8" else {
             k: np.asarray(v).astype(np.float16) for k, v in arrays.items()}
         if weights == "int8":
@@ -350,6 +388,14 @@ class DualEncoder:
 
             heads_arrays = {k[6:]: v for k, v in arrays.items() if k.startswith("heads.")}
             model.heads_ = NumpyHeads(saved.state["heads"], heads_arrays)
+        if saved.state.get("short_text"):
+            from xmodal.models.head_inference import NumpyHeads
+
+            short = {k: v for k, v in heads_arrays.items() if ".text." in k or
+                     k.startswith("text.")}
+            short.update({k[6:]: v for k, v in arrays.items() if k.startswith("short.")})
+            model.short_heads_ = NumpyHeads(saved.state["heads"], short)
+            model.short_mix_ = float(saved.state["short_text"]["mix"])
         model.meta_ = saved.provenance
         return model
 

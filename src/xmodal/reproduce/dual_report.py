@@ -30,7 +30,7 @@ HISTORY = "dual_encoder_historical"  # numbers no rerun reproduces: the claims c
 # the result files the report cites besides dual_encoder.json
 EXTRA = ("ood_eval", "query_latency", "index_speed_models_lite0_vs_lite2", "index_speed",
          "index_speed_models_fast", "encode_speed", "finetune_cost", "index_speed_stage2",
-         "querybank_cost", HISTORY)
+         "querybank_cost", "short_queries", "short_queries_before_stage3", HISTORY)
 # first-round variant (``--variants``) -> its row of the historical first round; the shipped
 # recipe's test cell at another w than 0.1
 FIRST_ROUND = {"base": "base", "lit": "lit", "bridgein": "v2", "maps": "maps",
@@ -113,7 +113,7 @@ def _sixth_values(res: dict) -> dict:
                          "top5": r["top5_with_distractors"].split("/")[0]}
                      for k, r in {**res["ood"]["results"], **{
                          n: res["previous"][n]["test"]["skimage-ood"]
-                         for n in ("fifth_test", "sixth_test")}}.items()},
+                         for n in ("fifth_test", "sixth_test", "stage2_ood")}}.items()},
     }
 
 

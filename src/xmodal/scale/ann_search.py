@@ -176,18 +176,28 @@ def open_search(folder: str | os.PathLike, nprobe: int | None = None,
         return loaded[0]
 
     return Searcher(store, ShardBackend(index), the_model, index.model_id,
-                    lambda: load_calibrator(index.model_id))
+                    lambda: load_calibrator(calibration_id(index, the_model())))
+
+
+def calibration_id(index: ShardIndex, model: EmbeddingModel) -> str:
+    """The id whose calibration the answers use: the query model's own (it may share the
+    index's photo vectors without being the model that embedded them, see
+    :func:`index_model`)."""
+    from xmodal.index.photo_index import model_id
+
+    return model_id(model, index.meta.get("model_spec") or None)
 
 
 def index_model(index: ShardIndex, model: EmbeddingModel | None = None) -> EmbeddingModel:
     """``model``, else the model the index was built with (its ``model_spec``, through
-    :mod:`xmodal.factory`); XmodalError when its embedding space is not the index's."""
+    :mod:`xmodal.factory`); XmodalError when its embedding space is not the index's (a model
+    whose ``image_space_id`` is the index's model shares its photo vectors)."""
     from xmodal.factory import load_embedding_model
     from xmodal.index.photo_index import model_id
 
     spec = index.meta.get("model_spec") or None
     model = model if model is not None else load_embedding_model(spec)
-    if model_id(model, spec) != index.model_id:
+    if index.model_id not in (model_id(model, spec), getattr(model, "image_space_id", None)):
         raise XmodalError(f"{index.folder} was built with model {index.model_id}, not "
                           f"{model_id(model, spec)}: embed and index again with this model")
     return model
@@ -300,7 +310,8 @@ class AnnPhotos(AnnCollection):
 
             self._searcher = Searcher(open_catalog(self.index.folder), ShardBackend(self.index),
                                       lambda: self.model, self.index.model_id,
-                                      lambda: load_calibrator(self.index.model_id))
+                                      lambda: load_calibrator(calibration_id(self.index,
+                                                                             self.model)))
         return self._searcher
 
     @property
