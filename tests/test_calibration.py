@@ -4,6 +4,7 @@ judgments' split and the shipped calibrator."""
 
 import json
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -312,3 +313,18 @@ def test_the_ceiling_benchmark_reads_the_best_cutoffs_off_a_hand_computed_exampl
     assert got["best_recall_at_precision_0.8"] == pytest.approx(1 / 3)
     assert got["auc"] == pytest.approx(0.5)  # 3 of the 6 (match, non-match) pairs in order
     assert precision_at_recall(scores, labels, 0.5) == pytest.approx(2 / 3)
+
+
+def test_the_figure_plots_the_short_query_trade_off_when_the_results_have_it(tmp_path):
+    """docs/calibration.png gets a fourth panel (issue 40: show the trade-off curve on dev)."""
+    import matplotlib.image as mpimg
+
+    from xmodal.recipes.calibration import render_figure
+
+    src = Path(__file__).resolve().parents[1] / "benchmarks/results/calibration.json"
+    res = json.loads(src.read_text())
+    with_curve = render_figure(src, tmp_path / "with.png")
+    del res["results"]["short_queries"]
+    (tmp_path / "r.json").write_text(json.dumps(res))
+    without = render_figure(tmp_path / "r.json", tmp_path / "without.png")
+    assert mpimg.imread(with_curve).shape[1] > 1.25 * mpimg.imread(without).shape[1]

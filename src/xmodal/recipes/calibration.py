@@ -618,7 +618,8 @@ def render_figure(results_path: str | os.PathLike, figure: str | os.PathLike = F
 
     res = json.loads(Path(results_path).read_text())["results"]
     halves = [(h, res[f"{h}_half"]) for h in ("fitting", "evaluation") if f"{h}_half" in res]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.8))
+    curve = res.get("short_queries", {}).get("curve")
+    fig, axes = plt.subplots(1, 4 if curve else 3, figsize=(20 if curve else 15, 4.8))
     ax = axes[0]
     ax.plot([0, 1], [0, 1], color="0.6", lw=1, ls="--", label="perfect calibration")
     for (name, h), colour in zip(halves, ("tab:blue", "tab:orange")):
@@ -664,6 +665,8 @@ def render_figure(results_path: str | os.PathLike, figure: str | os.PathLike = F
     ax.set(xlabel="search score (inner product)", ylabel="judged pairs (log scale)",
            title="Scores of judged matches and non-matches")
     ax.legend(fontsize=7, loc="upper left")
+    if curve:
+        short_query_panel(axes[3], res["short_queries"])
     fig.suptitle(f"Calibrated relevance of photo search ({res['model_id']}, "
                  f"{res['calibrator']['method']}; Flickr8K crowd + expert judgments)")
     fig.tight_layout()
@@ -672,6 +675,31 @@ def render_figure(results_path: str | os.PathLike, figure: str | os.PathLike = F
     fig.savefig(figure, dpi=110)
     plt.close(fig)
     return figure
+
+
+def short_query_panel(ax, sq: dict) -> None:
+    """The default answer on the short-query dev benchmark at each candidate threshold: the
+    trade-off issue 40 asks to show, with its targets and the chosen threshold."""
+    rows = sorted(sq["curve"], key=lambda r: r["threshold"])
+    t = [r["threshold"] for r in rows]
+    oracle = rows[0]["oracle_f1_mean"]
+    for key, label, colour in (
+            ("f1_mean", "short queries: mean F1", "tab:blue"),
+            ("right_shown_share", "short queries: right photos shown", "tab:green"),
+            ("absent_no_good_match_share", "absent subjects: 'no good match'", "tab:red"),
+            ("sentence_right_photo_shown_share", "sentences: right photo shown", "tab:purple")):
+        ax.plot(t, [r[key] for r in rows], color=colour, label=label)
+    for y, label, colour in ((0.9 * oracle, f"target: 0.9 x oracle F1 ({0.9 * oracle:.2f})",
+                              "tab:blue"), (0.7, "target: 70% shown", "tab:green"),
+                             (0.8, "target: 80% 'no good match'", "tab:red")):
+        ax.axhline(y, color=colour, lw=0.8, ls="--", label=label)
+    ax.axvline(sq["chosen"]["threshold"], color="black", lw=1, ls=":",
+               label=f"chosen by F1: {sq['chosen']['threshold']:.4f}")
+    ax.set_xscale("log")
+    b = sq["benchmark"]
+    ax.set(ylim=(0, 1), xlabel="minimum probability shown (log scale)", ylabel="share / F1",
+           title=f"Short-query dev benchmark ({b['library']}-photo libraries, k = {b['k']})")
+    ax.legend(fontsize=6.5, loc="lower left", framealpha=0.85)
 
 
 # ----- entry point -------------------------------------------------------------------------------
