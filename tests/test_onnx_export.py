@@ -111,6 +111,46 @@ def test_a_stale_export_is_written_again(models, monkeypatch):
     assert len(written) == 2
 
 
+def _slow_export(path, log):
+    """An export as ONNX writes one: weights appended to ``<graph>.data``, then the graph."""
+    import time
+
+    with open(log, "a") as f:
+        f.write("export\n")
+    data = path.with_name(f"{path.name}.data")
+    for _ in range(4):
+        with open(data, "ab") as f:
+            f.write(b"w" * 1000)
+        time.sleep(0.2)
+    path.write_bytes(b"graph")
+    return [data]
+
+
+def _prepare_in_a_process(path, log, start):
+    start.wait()
+    tower = towers.OnnxTextTower(text_tower_spec("minilm"))
+    tower.ensure(path, "weights-1", lambda p: _slow_export(p, log))
+
+
+def test_two_processes_preparing_at_once_export_once(models, tmp_path):
+    """Two first runs at once (or xmodal prepare beside a search): the second waits for the
+    first's export and uses it, instead of appending a second copy of the weights."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    path, log = models / "onnx" / "toy.onnx", tmp_path / "exports.log"
+    start = ctx.Barrier(2)
+    procs = [ctx.Process(target=_prepare_in_a_process, args=(path, log, start)) for _ in "ab"]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0]
+    assert log.read_text().split() == ["export"]
+    assert path.with_name("toy.onnx.data").stat().st_size == 4000
+    assert towers.OnnxTextTower(text_tower_spec("minilm")).ready(path, "weights-1")
+
+
 def test_prepare_deletes_the_copies_of_earlier_versions(models, monkeypatch, tmp_path):
     monkeypatch.setenv("XMODAL_CACHE", str(tmp_path / "cache"))
     old = [tmp_path / "cache" / "onnx" / "effnet_lite2_v2_0123456789ab.onnx",

@@ -49,6 +49,22 @@ def lock() -> threading.RLock:
     return _LOCK
 
 
+@contextmanager
+def export_lock() -> Iterator[None]:
+    """An exclusive lock on the models folder shared with other processes, held while a tower
+    is exported: two processes exporting at once (two first ``xmodal index`` runs, or
+    ``xmodal prepare`` beside a search) wrote the same ``.data`` file, which ONNX appends to
+    (seen: MPNet's weights twice, 871 MB). Waits for the other export to finish."""
+    import fcntl
+
+    with open(models_dir() / ".export.lock", "a+") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
 def file_digest(path: str | Path) -> str:
     """A short content hash of a weights file, computed once per file version: remembered by
     (path, size, mtime) in ``models_dir()/digests.json``, so a cold search does not read the
