@@ -71,10 +71,12 @@ def calibrator_at(commit: str, name: str):
 
 def cutoffs(cals: dict) -> dict:
     """name -> shown_fn(query index, ranked scores): "none" (top k) and each calibrator's."""
+    from xmodal.eval import short_queries as sqm
+
     out = {"none": lambda qi, s: np.ones(len(s), bool)}
     for name, c in cals.items():
         if c is not None:
-            out[name] = (lambda c: lambda qi, s: c.probability(s) >= c.threshold)(c)
+            out[name] = sqm.shown_above(c.probability, c.threshold, c.relative)
     return out
 
 

@@ -526,16 +526,26 @@ def mean_ap(sq: ShortQuerySet, S: np.ndarray) -> dict:
 
 
 # ----- choosing the cutoff -------------------------------------------------------------------------
+def shown_above(probability, threshold: float, relative: float = 0.0):
+    """``shown_fn`` of :func:`evaluate` for a cutoff as search applies it: a result is shown
+    when its probability reaches ``threshold`` and ``relative`` times the library's best."""
+    def shown(qi, s):
+        p = probability(s)
+        return p >= max(threshold, relative * float(p.max(initial=0.0)))
+    return shown
+
+
 def cutoff_curve(sq: ShortQuerySet, S: np.ndarray, probability, thresholds, k: int,
-                 libs: list[np.ndarray], slibs: list[np.ndarray]) -> list[dict]:
-    """For each candidate minimum probability: the default answer's numbers when results with
-    ``probability(ranked scores)`` below it are hidden (short F1, right shown, precision,
-    absent answered "no good match", sentences' right photo shown)."""
+                 libs: list[np.ndarray], slibs: list[np.ndarray],
+                 relatives=(0.0,)) -> list[dict]:
+    """For each candidate minimum probability (and share of the best match's, ``relatives``):
+    the default answer's numbers when results below it are hidden (short F1, right shown,
+    precision, absent answered "no good match", sentences' right photo shown)."""
     rows = []
-    for t in thresholds:
-        r = evaluate(sq, S, lambda qi, s, t=t: probability(s) >= t, k, libs, slibs)
+    for t, a in ((t, a) for t in thresholds for a in relatives):
+        r = evaluate(sq, S, shown_above(probability, t, a), k, libs, slibs)
         sh = r["short"]
-        rows.append({"threshold": float(t), "f1_mean": sh["f1_mean"],
+        rows.append({"threshold": float(t), "relative": float(a), "f1_mean": sh["f1_mean"],
                      "oracle_f1_mean": sh["oracle_f1_mean"],
                      "right_shown_share": sh["right_shown_share"],
                      "precision_of_shown": sh["precision_of_shown"],
@@ -551,4 +561,5 @@ def choose_by_f1(rows: list[dict], sentences_at_least: float) -> dict:
     ok = [r for r in rows if r["sentence_right_photo_shown_share"] >= sentences_at_least]
     if not ok:
         raise XmodalError("no candidate cutoff shows sentences' right photos as often as today")
-    return max(ok, key=lambda r: (round(r["f1_mean"], 12), r["threshold"]))
+    return max(ok, key=lambda r: (round(r["f1_mean"], 12), r["threshold"],
+                                  -r.get("relative", 0.0)))

@@ -16,7 +16,12 @@ Use::
     cal = load_calibrator(index.model_id)
     if cal is not None:
         p = cal.probability(np.array([r.score for r in results]))
-        shown = p >= (min_score if min_score is not None else cal.threshold)
+        shown = p >= (min_score if min_score is not None else cal.default_cutoff(p.max()))
+
+The default cutoff is the calibrated ``threshold``, raised to ``relative`` times the best match's
+probability when that is higher: a library whose best photo is a clear match (73%) does not
+also show the photos at 1-9% below it. ``relative`` is chosen with the threshold on the
+short-query dev benchmark (:mod:`xmodal.eval.short_queries`).
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ class Calibrator:
     probabilities: list[float]  # non-decreasing, in [0, 1], one per score
     threshold: float  # the default minimum probability for a result to be shown
     provenance: dict[str, Any] = field(default_factory=dict)
+    relative: float = 0.0  # ... and the default minimum share of the best match's probability
 
     def __post_init__(self) -> None:
         s = np.asarray(self.scores, dtype=np.float64)
@@ -66,6 +72,8 @@ class Calibrator:
             raise XmodalError("calibration: probabilities must be non-decreasing within [0, 1]")
         if not 0.0 <= float(self.threshold) <= 1.0:
             raise XmodalError("calibration: the threshold is a probability in [0, 1]")
+        if not 0.0 <= float(self.relative) < 1.0:
+            raise XmodalError("calibration: relative is a share of the best match, in [0, 1)")
         self._s, self._p = s, p
 
     def probability(self, scores: np.ndarray) -> np.ndarray:
@@ -73,6 +81,10 @@ class Calibrator:
         and held constant beyond the first and last."""
         x = np.asarray(scores, dtype=np.float64)
         return np.clip(np.interp(x, self._s, self._p), 0.0, 1.0)
+
+    def default_cutoff(self, best: float) -> float:
+        """The minimum probability shown by default when the best match has ``best``."""
+        return max(float(self.threshold), float(self.relative) * float(best))
 
     def min_raw_score(self, min_probability: float | None = None) -> float:
         """The smallest raw score whose probability reaches ``min_probability`` (default: the
@@ -93,6 +105,7 @@ class Calibrator:
         d["scores"] = [float(x) for x in self.scores]
         d["probabilities"] = [float(x) for x in self.probabilities]
         d["threshold"] = float(self.threshold)
+        d["relative"] = float(self.relative)
         return json.dumps(d, indent=1) + "\n"
 
     @classmethod
@@ -101,7 +114,8 @@ class Calibrator:
             d = json.loads(text)
             return cls(model_id=str(d["model_id"]), scores=list(d["scores"]),
                        probabilities=list(d["probabilities"]), threshold=float(d["threshold"]),
-                       provenance=dict(d.get("provenance") or {}))
+                       provenance=dict(d.get("provenance") or {}),
+                       relative=float(d.get("relative", 0.0)))
         except (ValueError, KeyError, TypeError) as exc:
             raise XmodalError(f"calibration file is not well formed: {exc}") from exc
 

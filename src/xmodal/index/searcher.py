@@ -236,7 +236,8 @@ class Searcher:
         # the calibration judges the sentence alone: with an example image in the query the
         # ranking follows the image too, so nothing is hidden unless asked
         example = any(t.kind == "image" and t.weight > 0 for t in request.terms)
-        default = None if example else calibrator.threshold
+        best = max((r.relevance for r in ranked), default=0.0)
+        default = None if example else calibrator.default_cutoff(best)
         return True, default if request.min_relevance is None else request.min_relevance
 
     def answer(self, ranked: list[SearchResult], request: Request, among: np.ndarray | None,

@@ -49,6 +49,13 @@ at least as often as the recall-first threshold does. The whole curve is recorde
 its calibration error is too. Without the dev data (``--no-short-queries``) the recall-first
 threshold is kept.
 
+**Relative to the best match.** With that threshold fixed, the same rule then chooses
+``relative`` among ``RELATIVE_GRID`` (ties to the smaller share): a result is also hidden when
+its probability is below that share of the best match's in the library, so that a clear match
+(73% for "a horse") is not followed by the 1-9% photos below it. The curve is recorded as
+``short_queries.relative_curve`` (:func:`choose_relative`, also run alone on the shipped
+calibrators by ``python -m benchmarks.relative_cutoff``).
+
 **Evaluation half, once**: expected calibration error over ``N_BINS`` equal-mass bins
 (quantile edges of the predicted probability; pairs with the same prediction stay in one bin,
 so bins can merge; ECE = sum over bins of bin share x |mean prediction - match rate|), the
@@ -105,6 +112,7 @@ SHORT_QUERY_RULE = ("the highest mean F1 of the default answer (k = 10) on the s
                     "among candidate probabilities that show sentences' right photo at least "
                     "as often as the recall-first threshold (95% of the fitting half's judged "
                     "matches)")
+RELATIVE_GRID = (0.0, 0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.2, 0.3, 0.5)
 TARGET_ECE = 0.05
 EMBED_BATCH = 16  # as the photo index embeds (xmodal.index.photo_index.BATCH)
 PLATT_GRID = np.linspace(-1.0, 1.0, 401)  # scores are cosines of unit vectors
@@ -470,13 +478,30 @@ def short_query_cutoff(model, key: str, cal: Calibrator, cache: Path | None = No
     curve = sqm.cutoff_curve(sq, S, cal.probability, cands, SHORT_K, libs, slibs)
     chosen = sqm.choose_by_f1(curve, recall_first["sentence_right_photo_shown_share"])
     chosen = {**chosen, "raw_score": cal.min_raw_score(chosen["threshold"])}
+    relative, relative_curve = choose_relative(sq, S, cal, chosen["threshold"], libs, slibs,
+                                               recall_first["sentence_right_photo_shown_share"])
+    chosen = {**chosen, "relative": relative["relative"], "with_relative": relative}
     return {"benchmark": {"version": sqm.VERSION, "digest": sq.digest,
                           "photos_by_source": sq.sources, "k": SHORT_K,
                           "library": SHORT_LIBRARY, "draws": SHORT_DRAWS,
                           "short_queries": len(sq.short()), "absent_queries": len(sq.absent()),
                           "sentence_queries": len(sq.sentences())},
             "map": sqm.mean_ap(sq, S)["map"], "recall_first": recall_first,
-            "chosen": chosen, "curve": curve}
+            "chosen": chosen, "curve": curve, "relative_curve": relative_curve}
+
+
+def choose_relative(sq, S: np.ndarray, cal: Calibrator, threshold: float, libs, slibs,
+                    sentences_at_least: float) -> tuple[dict, list[dict]]:
+    """The share of the best match's probability below which a result is also hidden, chosen
+    with ``threshold`` fixed by the same rule (best short-query F1 among the shares that show
+    sentences' right photo at least ``sentences_at_least``; ties to the smaller share); returns
+    (the chosen row, the curve)."""
+    from xmodal.eval import short_queries as sqm
+
+    curve = sqm.cutoff_curve(sq, S, cal.probability, [threshold], SHORT_K, libs, slibs,
+                             relatives=RELATIVE_GRID)
+    ok = [r for r in curve if r["sentence_right_photo_shown_share"] >= sentences_at_least]
+    return max(ok or curve[:1], key=lambda r: (round(r["f1_mean"], 12), -r["relative"])), curve
 
 
 def compute(data_path=None, cache: Path | None = None, fit_only: bool = False,
@@ -520,6 +545,7 @@ def compute(data_path=None, cache: Path | None = None, fit_only: bool = False,
     if short_queries:
         short = short_query_cutoff(model, key, cal, cache)
         cal.threshold = short["chosen"]["threshold"]
+        cal.relative = short["chosen"]["relative"]
         log(f"short-query dev benchmark: threshold {cal.threshold:.4f} (F1 "
             f"{short['chosen']['f1_mean']:.3f}; recall-first {short['recall_first']['f1_mean']:.3f})")
     both = in_fit & (sources == "both")
