@@ -151,6 +151,30 @@ def test_two_processes_preparing_at_once_export_once(models, tmp_path):
     assert towers.OnnxTextTower(text_tower_spec("minilm")).ready(path, "weights-1")
 
 
+def _nested_export(models, log):
+    """An export that prepares another tower first, as the int8 image tower's does."""
+    tower = towers.OnnxTextTower(text_tower_spec("minilm"))
+
+    def outer(path):
+        tower.ensure(models / "onnx" / "inner.onnx", "weights-1", lambda p: _slow_export(p, log))
+        return _slow_export(path, log)
+    tower.ensure(models / "onnx" / "outer.onnx", "weights-1", outer)
+
+
+def test_an_export_that_prepares_another_tower_first_does_not_wait_for_itself(models, tmp_path):
+    import multiprocessing
+
+    log = tmp_path / "exports.log"
+    proc = multiprocessing.get_context("fork").Process(target=_nested_export, args=(models, log))
+    proc.start()
+    proc.join(60)
+    hung = proc.is_alive()
+    if hung:
+        proc.kill()
+    assert not hung and proc.exitcode == 0
+    assert log.read_text().split() == ["export", "export"]
+
+
 def test_prepare_deletes_the_copies_of_earlier_versions(models, monkeypatch, tmp_path):
     monkeypatch.setenv("XMODAL_CACHE", str(tmp_path / "cache"))
     old = [tmp_path / "cache" / "onnx" / "effnet_lite2_v2_0123456789ab.onnx",

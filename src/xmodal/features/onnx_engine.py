@@ -25,6 +25,7 @@ from xmodal.paths import models_dir
 ENGINES = ("onnx", "torch")
 _SESSIONS: dict[str, object] = {}
 _LOCK = threading.RLock()  # a repair inside a session's creation exports under it
+_EXPORTING = False  # whether this process holds export_lock()
 
 
 def engine() -> str:
@@ -54,15 +55,23 @@ def export_lock() -> Iterator[None]:
     """An exclusive lock on the models folder shared with other processes, held while a tower
     is exported: two processes exporting at once (two first ``xmodal index`` runs, or
     ``xmodal prepare`` beside a search) wrote the same ``.data`` file, which ONNX appends to
-    (seen: MPNet's weights twice, 871 MB). Waits for the other export to finish."""
+    (seen: MPNet's weights twice, 871 MB). Waits for the other export to finish. Re-entrant in
+    a process (the int8 tower's export prepares the fp32 one first), under :func:`lock`."""
+    global _EXPORTING
     import fcntl
 
-    with open(models_dir() / ".export.lock", "a+") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
+    with _LOCK:
+        if _EXPORTING:
             yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
+            return
+        with open(models_dir() / ".export.lock", "a+") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            _EXPORTING = True
+            try:
+                yield
+            finally:
+                _EXPORTING = False
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def file_digest(path: str | Path) -> str:
