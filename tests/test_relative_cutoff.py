@@ -91,3 +91,24 @@ def test_the_benchmark_applies_the_same_rule_as_search():
     shown = sqm.shown_above(lambda s: s, 0.05, 0.25)(0, p)
     assert shown.tolist() == [True, True, False, False]  # 0.07 < 0.25 x 0.6
     assert sqm.shown_above(lambda s: s, 0.05)(0, p).tolist() == [True, True, True, False]
+
+
+@pytest.mark.parametrize("name", ["dual", "fast"])
+def test_the_shipped_share_is_the_recorded_dev_choice(name):
+    """Each shipped calibration file's ``relative`` is the share that the rule picks from the
+    recorded dev curve (benchmarks/results/relative_cutoff.json), at the shipped threshold."""
+    import json
+    from pathlib import Path
+
+    shipped = calibration.Calibrator.from_json(
+        (calibration.ASSETS / name / "calibration.json").read_text())
+    record = json.loads((Path(__file__).resolve().parents[1] / "benchmarks" / "results" /
+                         "relative_cutoff.json").read_text())["results"]["models"][name]
+    assert record["model_id"] == shipped.model_id
+    assert record["threshold"] == pytest.approx(shipped.threshold)
+    ok = [r for r in record["curve"]
+          if r["sentence_right_photo_shown_share"] >= record["sentences_at_least"]]
+    best = max(ok, key=lambda r: (round(r["f1_mean"], 12), -r["relative"]))
+    assert shipped.relative == best["relative"] == record["chosen"]["relative"] > 0
+    plain = next(r for r in record["curve"] if r["relative"] == 0)
+    assert best["f1_mean"] > plain["f1_mean"]
