@@ -237,7 +237,7 @@ class Searcher:
         # ranking follows the image too, so nothing is hidden unless asked
         example = any(t.kind == "image" and t.weight > 0 for t in request.terms)
         best = max((r.relevance for r in ranked), default=0.0)
-        default = None if example else calibrator.default_cutoff(best)
+        default = None if example else round(calibrator.default_cutoff(best), 6)
         return True, default if request.min_relevance is None else request.min_relevance
 
     def answer(self, ranked: list[SearchResult], request: Request, among: np.ndarray | None,

@@ -200,7 +200,7 @@ function photoInfo(hit) {
 }
 
 // below 1% with one decimal, as the CLI: a result never reads the same as the cutoff
-function percent(p) { return p < 0.01 ? `${(p * 100).toFixed(1)}%` : `${Math.round(p * 100)}%`; }
+function percent(p) { return p < 0.1 ? `${(p * 100).toFixed(1)}%` : `${Math.round(p * 100)}%`; }
 
 function scoreBadge(hit) {
   if (hit.relevance !== undefined && hit.relevance !== null) {
