@@ -10,9 +10,11 @@ threshold did (recorded in ``benchmarks/results/calibration*.json``); ties go to
 share. Dev data only; the probability map and threshold are unchanged.
 
     python -m benchmarks.relative_cutoff [--models dual fast] [--write]
+    python -m benchmarks.relative_cutoff --figure-only   # redraw the figure from the JSON
 
-Writes ``benchmarks/results/relative_cutoff.json``; with ``--write``, also the chosen share into
-each model's shipped ``calibration.json`` (``relative``).
+Writes ``benchmarks/results/relative_cutoff.json`` and draws ``docs/relative_cutoff.png`` from
+it; with ``--write``, also the chosen share into each model's shipped ``calibration.json``
+(``relative``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from benchmarks._record import record
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = {"dual": "calibration", "fast": "calibration_fast"}
+RESULT = REPO / "benchmarks" / "results" / "relative_cutoff.json"
+FIGURE = REPO / "docs" / "relative_cutoff.png"
 
 
 def run_model(spec: str, sq, cache: Path) -> dict:
@@ -68,6 +72,44 @@ def write_asset(spec: str, result: dict, command: str) -> Path:
     return path
 
 
+def render_figure(results_path: Path = RESULT, figure: Path = FIGURE) -> Path:
+    """One panel per model: the default answer on the short-query dev benchmark against the
+    share of the best match below which results are hidden, the sentence floor and the choice."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    models = json.loads(Path(results_path).read_text())["results"]["models"]
+    fig, axes = plt.subplots(1, len(models), figsize=(6.5 * len(models), 4.6), squeeze=False)
+    for ax, (name, r) in zip(axes[0], models.items()):
+        rows = sorted(r["curve"], key=lambda row: row["relative"])
+        x = [row["relative"] for row in rows]
+        for key, label, colour in (
+                ("f1_mean", "short queries: mean F1", "tab:blue"),
+                ("right_shown_share", "short queries: right photos shown", "tab:green"),
+                ("precision_of_shown", "short queries: precision of what is shown", "tab:orange"),
+                ("absent_no_good_match_share", "absent subjects: 'no good match'", "tab:red"),
+                ("sentence_right_photo_shown_share", "sentences: right photo shown",
+                 "tab:purple")):
+            ax.plot(x, [row[key] for row in rows], marker="o", ms=3, color=colour, label=label)
+        ax.axhline(r["sentences_at_least"], color="tab:purple", lw=0.8, ls="--",
+                   label=f"sentences' floor ({r['sentences_at_least']:.1%})")
+        ax.axvline(r["chosen"]["relative"], color="black", lw=1, ls=":",
+                   label=f"chosen by F1: {r['chosen']['relative']}")
+        ax.set(ylim=(0, 1), xlabel="hidden below this share of the best match's relevance",
+               ylabel="share / F1",
+               title=f"{name} ({r['model_id']}), threshold {r['threshold']:.4f}")
+        ax.legend(fontsize=7, loc="center right", bbox_to_anchor=(1.0, 0.70), framealpha=0.85)
+    fig.suptitle("The cutoff relative to the best match, short-query dev benchmark "
+                 "(100-photo libraries, k = 10)")
+    fig.tight_layout()
+    Path(figure).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(figure, dpi=110)
+    plt.close(fig)
+    return Path(figure)
+
+
 def main(argv: list[str] | None = None) -> None:
     from xmodal.eval import short_queries as sqm
     from xmodal.paths import cache_dir
@@ -76,7 +118,12 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--models", nargs="+", default=list(MODELS), choices=list(MODELS))
     ap.add_argument("--write", action="store_true",
                     help="write the chosen share into the shipped calibration files")
+    ap.add_argument("--figure-only", action="store_true",
+                    help="only redraw docs/relative_cutoff.png from the recorded JSON")
     args = ap.parse_args(argv)
+    if args.figure_only:
+        print(render_figure())
+        return
     cache = cache_dir() / "short_queries"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -93,6 +140,7 @@ def main(argv: list[str] | None = None) -> None:
         if args.write:
             print(write_asset(m, r, "python -m benchmarks.relative_cutoff --write"))
     print(path)
+    print(render_figure(path))
 
 
 if __name__ == "__main__":

@@ -112,3 +112,19 @@ def test_the_shipped_share_is_the_recorded_dev_choice(name):
     assert shipped.relative == best["relative"] == record["chosen"]["relative"] > 0
     plain = next(r for r in record["curve"] if r["relative"] == 0)
     assert best["f1_mean"] > plain["f1_mean"]
+
+
+def test_the_figure_is_drawn_from_the_recorded_curve(tmp_path):
+    import json
+    from pathlib import Path
+
+    from benchmarks import relative_cutoff as bench
+
+    record = json.loads(bench.RESULT.read_text())
+    drawn = bench.render_figure(bench.RESULT, tmp_path / "a.png")
+    assert drawn.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    record["results"]["models"]["dual"]["chosen"]["relative"] = 0.3
+    changed = tmp_path / "changed.json"
+    changed.write_text(json.dumps(record))
+    assert bench.render_figure(changed, tmp_path / "b.png").read_bytes() != drawn.read_bytes()
+    assert Path(bench.FIGURE).is_file()  # the one docs/photo-search.md shows
