@@ -24,8 +24,6 @@ import json
 import warnings
 from pathlib import Path
 
-import numpy as np
-
 from benchmarks._record import record
 
 REPO = Path(__file__).resolve().parents[1]
@@ -34,7 +32,7 @@ RESULT = REPO / "benchmarks" / "results" / "relative_cutoff.json"
 FIGURE = REPO / "docs" / "relative_cutoff.png"
 
 
-def run_model(spec: str, sq, cache: Path) -> dict:
+def run_model(spec: str, cache: Path) -> dict:
     from xmodal.eval import short_queries as sqm
     from xmodal.factory import load_embedding_model
     from xmodal.index.calibration import load_calibrator
@@ -47,17 +45,14 @@ def run_model(spec: str, sq, cache: Path) -> dict:
     recorded = json.loads((REPO / "benchmarks" / "results" / f"{MODELS[spec]}.json")
                           .read_text())["results"]["short_queries"]
     sentences_at_least = recorded["recall_first"]["sentence_right_photo_shown_share"]
-    photos, queries = sqm.embed(sq, model, key, cache)
-    S = queries.astype(np.float64) @ photos.T.astype(np.float64)
-    libs = sqm.libraries(len(sq.photos), R.SHORT_LIBRARY, R.SHORT_DRAWS)
-    slibs = sqm.sentence_libraries(sq, R.SHORT_LIBRARY)
+    sq, S, libs, slibs = R.short_query_scores(model, key, cache)
     chosen, curve = R.choose_relative(sq, S, cal, cal.threshold, libs, slibs, sentences_at_least)
     return {"model_id": key, "threshold": cal.threshold,
             "sentences_at_least": sentences_at_least, "grid": list(R.RELATIVE_GRID),
             "chosen": chosen, "curve": curve, "map": sqm.mean_ap(sq, S)["map"]}
 
 
-def write_asset(spec: str, result: dict, command: str) -> Path:
+def write_asset(result: dict, command: str) -> Path:
     from xmodal.index.calibration import asset_path, load_calibrator
 
     cal = load_calibrator(result["model_id"])
@@ -125,10 +120,10 @@ def main(argv: list[str] | None = None) -> None:
         print(render_figure())
         return
     cache = cache_dir() / "short_queries"
+    models = {m: run_model(m, cache) for m in args.models}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sq = sqm.build(cache=cache)
-    results = {"set": sq.summary(), "models": {m: run_model(m, sq, cache) for m in args.models}}
+        results = {"set": sqm.build(cache=cache).summary(), "models": models}
     path = record("relative_cutoff", results)
     for m, r in results["models"].items():
         c = r["chosen"]
@@ -138,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
               f"no-match {c['absent_no_good_match_share']:.0%}, sentences shown "
               f"{c['sentence_right_photo_shown_share']:.1%}")
         if args.write:
-            print(write_asset(m, r, "python -m benchmarks.relative_cutoff --write"))
+            print(write_asset(r, "python -m benchmarks.relative_cutoff --write"))
     print(path)
     print(render_figure(path))
 

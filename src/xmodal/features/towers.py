@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from xmodal.errors import XmodalError
-from xmodal.features.onnx_engine import export_lock, file_digest, lock, session, text_session
+from xmodal.features.onnx_engine import export_lock, file_digest, session, text_session
 from xmodal.features.tower_specs import (
     HALF_OUTPUTS,
     ImageTowerSpec,
@@ -86,7 +86,7 @@ class OnnxTower:
         if path in self._fresh:
             return path
         if not self.ready(path, source):
-            with lock(), export_lock():  # another process may be exporting it
+            with export_lock():  # another process may be exporting it
                 if not self.ready(path, source):
                     self._export(path, source, export)
         self._fresh.add(path)
@@ -115,7 +115,7 @@ class OnnxTower:
         giving the weights' digest (called only then)."""
         def again(_: Path) -> None:
             self._fresh.discard(path)
-            with lock(), export_lock():
+            with export_lock():
                 for f in self.files(path):
                     f.unlink(missing_ok=True)
             self.ensure(path, source(), export)

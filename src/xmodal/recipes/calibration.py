@@ -459,19 +459,11 @@ def check_against_search(model, data, image_ids: list[str], caption_ids: list[st
 def short_query_cutoff(model, key: str, cal: Calibrator, cache: Path | None = None) -> dict:
     """The threshold chosen on the short-query dev benchmark (module docstring), with the
     curve it was chosen from and the recall-first threshold's row."""
-    import warnings
-
     from xmodal.eval import short_queries as sqm
     from xmodal.paths import cache_dir
 
     folder = (Path(cache).parent if cache is not None else cache_dir()) / "short_queries"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        sq = sqm.build(cache=folder)
-    photos, queries = sqm.embed(sq, model, key, folder)
-    S = queries.astype(np.float64) @ photos.T.astype(np.float64)  # float64: no BLAS-order ties
-    libs = sqm.libraries(len(sq.photos), SHORT_LIBRARY, SHORT_DRAWS)
-    slibs = sqm.sentence_libraries(sq, SHORT_LIBRARY)
+    sq, S, libs, slibs = short_query_scores(model, key, folder)
     recall_first = sqm.cutoff_curve(sq, S, cal.probability, [cal.threshold], SHORT_K, libs,
                                     slibs)[0]
     cands = np.unique(np.concatenate([cal.probability(SHORT_RAW_GRID), [cal.threshold]]))
@@ -488,6 +480,23 @@ def short_query_cutoff(model, key: str, cal: Calibrator, cache: Path | None = No
                           "sentence_queries": len(sq.sentences())},
             "map": sqm.mean_ap(sq, S)["map"], "recall_first": recall_first,
             "chosen": chosen, "curve": curve, "relative_curve": relative_curve}
+
+
+def short_query_scores(model, key: str, folder: Path):
+    """The short-query dev benchmark (built or read from ``folder``), the model's scores of its
+    queries against its photos (float64: no BLAS-order ties), and the photo libraries the
+    default answer is measured in: (set, scores, libraries, sentence libraries)."""
+    import warnings
+
+    from xmodal.eval import short_queries as sqm
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sq = sqm.build(cache=folder)
+    photos, queries = sqm.embed(sq, model, key, folder)
+    S = queries.astype(np.float64) @ photos.T.astype(np.float64)
+    return (sq, S, sqm.libraries(len(sq.photos), SHORT_LIBRARY, SHORT_DRAWS),
+            sqm.sentence_libraries(sq, SHORT_LIBRARY))
 
 
 def choose_relative(sq, S: np.ndarray, cal: Calibrator, threshold: float, libs, slibs,
