@@ -394,16 +394,19 @@ def test_training_runs_on_the_configured_device(monkeypatch):
 
 def test_short_query_heads_route_short_queries_only_and_round_trip(trained, tmp_path,
                                                                      monkeypatch):
-    """Stage 3 (xmodal.recipes.dual_phrases): queries of up to three words without sentence
-    punctuation go through the short-query heads; sentences and photos stay as they were."""
+    """Stage 3 (xmodal.recipes.dual_phrases): queries of up to ``short_max_words_`` words
+    without sentence punctuation go through the short-query heads; sentences and photos stay
+    as they were; the route length is the model's own and is saved with it."""
     from xmodal.features import text_encoder
     from xmodal.models.dual import is_short_query
     from xmodal.models.head_inference import NumpyHeads
 
     td, model, _ = trained
-    assert [is_short_query(t) for t in ("dog", "a black dog", "black dog running fast",
-                                        "a dog.", "", "dogs, cats")] == [
+    assert [is_short_query(t) for t in ("dog", "black dog", "a black dog", "a dog.", "",
+                                        "dogs, cats")] == [
         True, True, False, False, False, False]
+    assert [is_short_query(t, 3) for t in ("a black dog", "black dog running fast")] == [
+        True, False]
     rng = np.random.default_rng(3)
     state = {k: v + 0.5 * rng.normal(size=v.shape).astype(np.float32)
              if k.startswith(("text.linear.", "text.fc2.")) else v
@@ -414,17 +417,22 @@ def test_short_query_heads_route_short_queries_only_and_round_trip(trained, tmp_
     texts = ["dog", "a black dog running on the grass", "a black dog"]
     feats = td.text[:3]
     monkeypatch.setattr(text_encoder, "encode_texts", lambda t, **kw: feats[:len(t)])
-    got = tuned.embed_texts(texts)
     sentence = model.embed_text_features(feats)
+    two = tuned.embed_texts(texts)
+    assert tuned.short_max_words_ == 2
+    np.testing.assert_allclose(two[1:], sentence[1:], atol=1e-6)  # three words: as a sentence
+    tuned.short_max_words_ = 3
+    got = tuned.embed_texts(texts)
     np.testing.assert_allclose(got[1], sentence[1], atol=1e-6)  # a sentence: unchanged
     assert (got[[0, 2]] * sentence[[0, 2]]).sum(1).max() < 0.999  # short queries: moved
+    np.testing.assert_allclose(two[0], got[0], atol=1e-6)
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
     tuned.save(tmp_path / "s", weights="int8")
     with np.load(tmp_path / "s" / "arrays.npz") as z:  # what equals the text heads: once
         assert "short.text.linear.weight.q8" in z.files and "short.text.fc2.bias" in z.files
         assert not [k for k in z.files if k.startswith(("short.text.fc1", "short.text.mean"))]
     loaded = DualEncoder.load(tmp_path / "s")
-    assert loaded.short_mix_ == 0.5
+    assert loaded.short_mix_ == 0.5 and loaded.short_max_words_ == 3
     np.testing.assert_allclose(loaded.embed_texts(texts), got, atol=0.02)  # int8 weights
     np.testing.assert_array_equal(loaded.embed_image_features(td.pooled, td.logits),
                                   DualEncoder.load(tmp_path / "s").embed_image_features(

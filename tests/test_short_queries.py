@@ -104,3 +104,26 @@ def test_libraries_are_fixed_by_the_seed_and_hold_each_sentence_photo():
     for qi, lib in zip(sq.sentences(), sqm.sentence_libraries(sq, 3)):
         own = int(np.flatnonzero(sq.relevant[qi])[0])
         assert own in lib.tolist() and len(lib) == 3
+
+
+def test_cached_query_vectors_are_keyed_by_the_route_of_short_queries(tmp_path):
+    """The model id names the photo space only: a model that routes three-word queries
+    differently must not read another route's cached query vectors."""
+
+    class Routed:
+        short_heads_ = object()
+
+        def __init__(self, max_words):
+            self.short_max_words_ = max_words
+
+        def embed_texts(self, texts, progress=False):
+            return np.array([[float(len(texts[0].split()) <= self.short_max_words_), 1.0]])
+
+    sq = sqm.ShortQuerySet(photos=[], paths=[], queries=[sqm.Query("a black dog", "noun", [])],
+                           relevant=np.zeros((1, 0), bool), digest="d")
+    photos_file = tmp_path / f"short-queries-m@1-{sq.digest}-photos.npy"
+    np.save(photos_file, np.zeros((0, 2), np.float32))
+    _, three = sqm.embed(sq, Routed(3), "m@1", tmp_path, phrased=False)
+    _, two = sqm.embed(sq, Routed(2), "m@1", tmp_path, phrased=False)
+    assert three[0, 0] == 1.0 and two[0, 0] == 0.0
+    assert len(list(tmp_path.glob("short-queries-m@1-*-queries.npy"))) == 2

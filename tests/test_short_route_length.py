@@ -24,7 +24,7 @@ def test_three_word_queries_keep_the_pairs_relevance_and_take_frequent_compounds
     texts = [q["text"] for q in qs]
     assert texts == ["a black dog", "a brick wall"]  # rock wall: 3 photos < MIN_PHOTOS
     assert (r[0] == rel[0]).all() and r[1].sum() == 8 and r[1][:8].all()
-    assert all(len(t.split()) == 3 and is_short_query(t) for t in texts)
+    assert all(len(t.split()) == 3 and is_short_query(t, 3) for t in texts)
 
 
 def test_paired_comparison_by_hand():
@@ -37,10 +37,30 @@ def test_paired_comparison_by_hand():
     assert -0.1 <= lo <= 0.1 <= hi <= 0.3 + 1e-9
 
 
+def _gate(no_worse3: bool, no_worse2: bool) -> dict:
+    return {"routes": {"3": {"no_worse": no_worse3}, "2": {"no_worse": no_worse2}}}
+
+
+def test_the_rule_needs_the_dev_gain_and_the_out_of_domain_gate():
+    assert srl.choose(0.03, _gate(True, True)) == 3
+    assert srl.choose(0.03, _gate(False, True)) == 2  # what the recorded run found
+    assert srl.choose(-0.01, _gate(True, True)) == 2
+    assert srl.choose(0.03, _gate(False, False)) == 1
+
+
 def test_the_shipped_route_length_is_what_the_recorded_rule_chose():
+    from xmodal.models.dual import DEFAULT_MODEL_DIR
+
     res = json.loads(RESULTS.read_text())["results"]
     three = res["sets"]["three words"]
     per = three["per_query"].values()
     diff = np.mean([q["short"] - q["sentence"] for q in per])  # recomputed from the queries
     assert abs(diff - three["difference"]) < 1e-3
-    assert res["max_words_chosen"] == (3 if diff >= 0 else 2) == SHORT_MAX_WORDS
+    gate = res["ood_gate"]
+    before = gate["before_stage3"]
+    for route in gate["routes"].values():  # the gate recomputed from the recorded ranks
+        assert route["no_worse"] == all(route["ranks"][n] <= before[n] for n in before)
+        assert route["first"] == sum(r == 1 for r in route["ranks"].values())
+    shipped = json.loads((DEFAULT_MODEL_DIR / "config.json").read_text())["state"]["short_text"]
+    assert res["max_words_chosen"] == srl.choose(diff, gate) == shipped["max_words"]
+    assert SHORT_MAX_WORDS == shipped["max_words"]  # a rerun of the recipe routes the same

@@ -386,10 +386,13 @@ def embed(sq: ShortQuerySet, model, key: str, cache: Path | None = None,
 
     phrased = ENABLED if phrased is None else phrased
     files = [None, None]
+    # the model id names the photo space; the route of short queries is the text side's own
+    route = (f"-w{model.short_max_words_}" if getattr(model, "short_heads_", None) is not None
+             else "")
     if cache is not None:
         files = [Path(cache) / f"short-queries-{key}-{sq.digest}-photos.npy",
                  Path(cache) / f"short-queries-{key}-{sq.digest}-"
-                               f"{PHRASING if phrased else 'raw'}-queries.npy"]
+                               f"{PHRASING if phrased else 'raw'}{route}-queries.npy"]
     photos = np.load(files[0]) if files[0] is not None and files[0].is_file() else None
     queries = np.load(files[1]) if files[1] is not None and files[1].is_file() else None
     if photos is None:

@@ -47,15 +47,17 @@ MODEL_TYPE = "dual-encoder"
 CLASS_PROMPT = "a photo of a {}."
 
 
-SHORT_MAX_WORDS = 3
+# the longest query a stage-3 model sends through its short-query heads, as its config.json
+# records it (``short_text.max_words``; chosen by benchmarks/short_route_length.py)
+SHORT_MAX_WORDS = 2
 
 
-def is_short_query(text: str) -> bool:
-    """A query as people type it into a search box: 1 to :data:`SHORT_MAX_WORDS` words and no
-    sentence punctuation ("dog", "a person", "black dog"); such texts go through the
-    short-query heads of a model that has them."""
+def is_short_query(text: str, max_words: int = SHORT_MAX_WORDS) -> bool:
+    """A query as people type it into a search box: 1 to ``max_words`` words and no sentence
+    punctuation ("dog", "a person", "black dog"); such texts go through the short-query heads
+    of a model that has them."""
     words = text.split()
-    return 1 <= len(words) <= SHORT_MAX_WORDS and not re.search(r"[.!?,;:]", text)
+    return 1 <= len(words) <= max_words and not re.search(r"[.!?,;:]", text)
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:
@@ -132,9 +134,10 @@ class DualEncoder:
         self.weights_ = "float16"  # how save() stores weight matrices: "float16" or "int8"
         self.meta_: dict[str, Any] = {}
         # text heads for short queries (stage 3, xmodal.recipes.dual_phrases), if any, and how
-        # much of the sentence heads' vector is mixed into theirs
+        # much of the sentence heads' vector is mixed into theirs, and the longest query they take
         self.short_heads_ = None
         self.short_mix_ = 0.0
+        self.short_max_words_ = SHORT_MAX_WORDS
 
     # ----- shape -----------------------------------------------------------------------------
     @property
@@ -269,7 +272,7 @@ class DualEncoder:
             raise XmodalError("embed_texts expects a list of strings")
         feats = encode_texts(texts, progress=progress, encoder=self.text_encoder)
         out = self.embed_text_features(feats)
-        short = np.array([is_short_query(t) for t in texts])
+        short = np.array([is_short_query(t, self.short_max_words_) for t in texts])
         if self.short_heads_ is not None and short.any():
             out[short] = self.embed_text_features(feats[short], short=True)
         return out
@@ -348,7 +351,7 @@ class DualEncoder:
             sentence = self.heads_.state_arrays()
             arrays.update({f"short.{k}": v for k, v in self.short_heads_.state_arrays().items()
                            if not np.array_equal(v, sentence.get(k))})
-            state["short_text"] = {"max_words": SHORT_MAX_WORDS, "mix": self.short_mix_}
+            state["short_text"] = {"max_words": self.short_max_words_, "mix": self.short_mix_}
             version = self.COMPACT_SAVE_VERSION
         arrays = _int8_matrices(arrays) if weights == "int8" else {
             k: np.asarray(v).astype(np.float16) for k, v in arrays.items()}
@@ -396,6 +399,7 @@ class DualEncoder:
             short.update({k[6:]: v for k, v in arrays.items() if k.startswith("short.")})
             model.short_heads_ = NumpyHeads(saved.state["heads"], short)
             model.short_mix_ = float(saved.state["short_text"]["mix"])
+            model.short_max_words_ = int(saved.state["short_text"]["max_words"])
         model.meta_ = saved.provenance
         return model
 

@@ -3,7 +3,7 @@
 Stages 1 and 2 (:mod:`xmodal.recipes.dual`, :mod:`xmodal.recipes.dual_finetune`) learn from
 whole captions, so one- and two-word queries ("dog", "a person", "running") land where no
 caption does. This stage keeps the image side and the sentence side exactly as shipped and
-adds a second set of text heads for short queries (a query of at most three words without
+adds a second set of text heads for short queries (a query of at most two words without
 sentence punctuation, :func:`xmodal.models.dual.is_short_query`), warm-started from the shipped
 text heads and trained on:
 
