@@ -45,7 +45,7 @@ def ood_ranks(model, key: str, members) -> dict[str, int]:
     names, O = ood_photos(model, key, cache_dir() / "short_queries" / "phrasing_variants")
     texts = list(QUERIES.values())
     T = routed(model, members, encode_texts(texts, encoder=model.text_encoder, progress=False),
-               np.array([is_short_query(t) for t in texts]))
+               np.array([is_short_query(t, model.short_max_words_) for t in texts]))
     S = T @ O.T
     return {n: int((S[j] >= S[j, j]).sum()) for j, n in enumerate(names)}
 

@@ -361,7 +361,7 @@ def dev_evaluator(model, key: str, data=None, cc_path=None):
             continue
         texts = [t for r in rows for t in caps[r]]
         owner = np.array([j for j, r in enumerate(rows) for _ in caps[r]])
-        short_caps = np.array([is_short_query(t) for t in texts])
+        short_caps = np.array([is_short_query(t, model.short_max_words_) for t in texts])
         sources[src] = (photos[rows], encode_texts(texts, encoder=model.text_encoder,
                                                    progress=False), owner, short_caps)
 
