@@ -341,3 +341,15 @@ def test_a_shown_match_never_reads_like_the_cutoff_that_hid_others():
     assert all(a <= b for a, b in zip(order, order[1:]))
     js = (Path(__file__).resolve().parents[1] / "src/xmodal/server/static/search.js").read_text()
     assert "p < 0.1 ? `${(p * 100).toFixed(1)}%`" in js  # the page says it the same way
+
+
+def test_the_status_table_says_when_nothing_was_skipped_and_facets_name_what_is_missing(
+        indexed):
+    """The table output (not --json): an empty --skipped list and an empty facet say so."""
+    root, db, _ = indexed
+    (root / "broken.jpg").unlink()
+    assert runner.invoke(app, ["index", str(root), "--db", str(db), "-q"]).exit_code == 0
+    status = runner.invoke(app, ["photos", "--db", str(db), "--skipped"])
+    assert status.exit_code == 0 and "no file was skipped" in status.output, status.output
+    facets = runner.invoke(app, ["photos", "--db", str(db), "--facets"])
+    assert "(no photo has a place)" in facets.output, facets.output  # solid PNGs: no GPS

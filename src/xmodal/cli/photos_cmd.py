@@ -426,6 +426,8 @@ def photos_command(
         output.print(f"  folder: {r['folder']} ({r['files']} files{within}){gone}")
     for item in info.get("skipped_files", []):
         output.print(f"  skipped: {item['path']} ({item['reason']})")
+    if skipped and not info["skipped_files"]:
+        output.print("  no file was skipped")
 
 
 def _print_facets(facets: dict, as_json: bool) -> None:
@@ -445,7 +447,7 @@ def _print_facets(facets: dict, as_json: bool) -> None:
         for r in rows:
             table.add_row(str(name(r)), str(r["count"]))
         if not rows:
-            table.add_row("(none)", "0")
+            table.add_row(f"(no photo has a {title[:-1]})", "0")
         output.print(table)
 
 
