@@ -35,7 +35,7 @@ from benchmarks._record import machine, record
 def ood_ranks(model, key: str, members) -> dict[str, int]:
     """The rank of each skimage sample photo for its own query, among the 13 samples and the
     first 1,000 Flickr8K test photos (1 + photos scoring at least as high)."""
-    from benchmarks.phrasing_variants import ood_photos
+    from benchmarks.phrasing_variants import ood_photos, sample_ranks
     from xmodal.data.skimage_samples import QUERIES
     from xmodal.features.text_encoder import encode_texts
     from xmodal.paths import cache_dir
@@ -47,7 +47,7 @@ def ood_ranks(model, key: str, members) -> dict[str, int]:
     T = routed(model, members, encode_texts(texts, encoder=model.text_encoder, progress=False),
                np.array([is_short_query(t, model.short_max_words_) for t in texts]))
     S = T @ O.T
-    return {n: int((S[j] >= S[j, j]).sum()) for j, n in enumerate(names)}
+    return sample_ranks(S, names)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -187,6 +187,13 @@ def query_vectors(model, texts: list[str], variant, memo: dict) -> np.ndarray:
     return np.stack(out)
 
 
+def sample_ranks(S: np.ndarray, names: list[str]) -> dict[str, int]:
+    """Each sample photo's rank for its own query: row j of ``S`` scores query j against the
+    13 sample photos (column j is its own) and then the distractors; 1 + the photos scoring at
+    least as high (ties count against it)."""
+    return {n: int((S[j] >= S[j, j]).sum()) for j, n in enumerate(names)}
+
+
 def ood_photos(model, key: str, cache) -> tuple[list[str], np.ndarray]:
     """The 13 sample photos, then the first 1,000 Flickr8K test photos, as the index embeds
     them (cached)."""
@@ -234,8 +241,7 @@ def run_model(spec: str, sq, cache) -> dict:
         m = sqm.mean_ap(sq, S)
         per_query[name] = m["per_query"]
         T = query_vectors(model, list(QUERIES.values()), variant, memo) @ O.T.astype(np.float64)
-        # rank: 1 + photos scoring at least as high (ties count against it)
-        ranks = {n: int((T[j] >= T[j, j]).sum()) for j, n in enumerate(names)}
+        ranks = sample_ranks(T, names)
         rows[name] = {"dev_map": round(m["map"], 4),
                       "dev_map_by_kind": {k: round(v, 4) for k, v in m["by_kind"].items()},
                       "ood_first": sum(r == 1 for r in ranks.values()),

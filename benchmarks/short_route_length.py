@@ -131,9 +131,9 @@ def route_ranks(model, photos: np.ndarray, max_words: int) -> dict[str, int]:
     routed = np.array([max_words > 0 and is_short_query(t, max_words) for t in texts])
     if routed.any():
         Q[routed] = model.embed_text_features(feats[routed], short=True)
-    S = Q.astype(np.float64) @ photos.T.astype(np.float64)
-    # rank: 1 + the photos scoring at least as high (ties count against it)
-    return {n: int((S[j] >= S[j, j]).sum()) for j, n in enumerate(QUERIES)}
+    from benchmarks.phrasing_variants import sample_ranks
+
+    return sample_ranks(Q.astype(np.float64) @ photos.T.astype(np.float64), list(QUERIES))
 
 
 def ood_gate(model, key: str, cache) -> dict:
